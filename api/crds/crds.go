@@ -1,0 +1,54 @@
+package crds
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed *.yaml thirdparty
+var files embed.FS
+
+// The sets of CRDs, each a folder of the embedded tree.
+const (
+	Serving    = "."
+	GIE        = "thirdparty/gie"
+	GatewayAPI = "thirdparty/gateway-api"
+	LWS        = "thirdparty/lws"
+)
+
+// Load decodes every CRD in the named sets, in a stable order.
+func Load(sets ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, set := range sets {
+		entries, err := fs.ReadDir(files, set)
+		if err != nil {
+			return nil, fmt.Errorf("read CRD set %q: %w", set, err)
+		}
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			if !e.IsDir() && path.Ext(e.Name()) == ".yaml" {
+				names = append(names, e.Name())
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			file := path.Join(set, name)
+			data, err := files.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("read CRD %s: %w", file, err)
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.UnmarshalStrict(data, crd); err != nil {
+				return nil, fmt.Errorf("decode CRD %s: %w", file, err)
+			}
+			out = append(out, crd)
+		}
+	}
+	return out, nil
+}

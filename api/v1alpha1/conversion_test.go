@@ -1,0 +1,151 @@
+package v1alpha1_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+)
+
+func kserveStyleService() *v1alpha1.LLMInferenceService {
+	crit := v1alpha1.Critical
+	return &v1alpha1.LLMInferenceService{
+		ObjectMeta: metav1.ObjectMeta{Name: "llama", Namespace: "team-a"},
+		Spec: v1alpha1.LLMInferenceServiceSpec{
+			Model: v1alpha1.LLMModelSpec{URI: "hf://meta-llama/Llama-3.1-8B", Name: ptr.To("llama"), Criticality: &crit},
+			Router: &v1alpha1.RouterSpec{
+				Route:   &v1alpha2.GatewayRoutesSpec{},
+				Gateway: &v1alpha2.GatewaySpec{},
+				Scheduler: &v1alpha1.SchedulerSpec{Pool: &v1alpha1.InferencePoolSpec{Spec: &v1alpha1.GIEInferencePoolSpec{
+					Selector:         map[string]string{"app": "llama"},
+					TargetPortNumber: ptr.To[int32](8000),
+					ExtensionRef: &v1alpha1.Extension{
+						Kind: ptr.To("Service"), Name: "llama-epp", PortNumber: ptr.To[int32](9002), FailureMode: ptr.To("FailOpen"),
+					},
+				}}},
+			},
+		},
+	}
+}
+
+func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := kserveStyleService().ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	if got := hub.Annotations[v1alpha1.AnnotationCriticality]; got != "Critical" {
+		t.Errorf("criticality annotation = %q, want Critical", got)
+	}
+	want := &v1alpha2.PoolSpec{
+		Selector:    &v1alpha2.PoolSelector{MatchLabels: map[string]string{"app": "llama"}},
+		TargetPorts: []v1alpha2.PoolPort{{Number: 8000}},
+		EndpointPickerRef: &v1alpha2.EndpointPickerRef{
+			Kind: ptr.To("Service"), Name: "llama-epp", Port: &v1alpha2.PoolPort{Number: 9002}, FailureMode: ptr.To("FailOpen"),
+		},
+	}
+	if diff := cmp.Diff(want, hub.Spec.Router.Scheduler.Pool.Spec); diff != "" {
+		t.Errorf("pool spec (-want +got):\n%s", diff)
+	}
+	back := &v1alpha1.LLMInferenceService{}
+	if err := back.ConvertFrom(hub); err != nil {
+		t.Fatal(err)
+	}
+	orig := kserveStyleService()
+	orig.TypeMeta = back.TypeMeta
+	if diff := cmp.Diff(orig, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func multiPortHub() *v1alpha2.LLMInferenceService {
+	return &v1alpha2.LLMInferenceService{
+		ObjectMeta: metav1.ObjectMeta{Name: "pd", Namespace: "team-a"},
+		Spec: v1alpha2.LLMInferenceServiceSpec{Router: &v1alpha2.RouterSpec{Scheduler: &v1alpha2.SchedulerSpec{
+			Pool: &v1alpha2.InferencePoolSpec{Spec: &v1alpha2.PoolSpec{
+				Selector:    &v1alpha2.PoolSelector{},
+				TargetPorts: []v1alpha2.PoolPort{{Number: 8000}, {Number: 8001}, {Number: 8002}},
+			}},
+		}}},
+	}
+}
+
+func TestConvertFromHubStashesWhatV1alpha1CannotHold(t *testing.T) {
+	spoke := &v1alpha1.LLMInferenceService{}
+	if err := spoke.ConvertFrom(multiPortHub()); err != nil {
+		t.Fatal(err)
+	}
+	stash := spoke.Annotations[v1alpha1.AnnotationConversionPoolSpec]
+	if !strings.Contains(stash, `"number":8002`) || !strings.Contains(stash, `"selector":{}`) {
+		t.Errorf("stash annotation = %q, want every target port and the empty selector", stash)
+	}
+	if got := *spoke.Spec.Router.Scheduler.Pool.Spec.TargetPortNumber; got != 8000 {
+		t.Errorf("targetPortNumber = %d, want the first port 8000", got)
+	}
+
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := spoke.ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	want := multiPortHub()
+	want.TypeMeta = hub.TypeMeta
+	if diff := cmp.Diff(want, hub); diff != "" {
+		t.Errorf("restored hub (-want +got):\n%s", diff)
+	}
+}
+
+func TestConvertToHubIgnoresStashAfterV1alpha1Edit(t *testing.T) {
+	spoke := &v1alpha1.LLMInferenceService{}
+	if err := spoke.ConvertFrom(multiPortHub()); err != nil {
+		t.Fatal(err)
+	}
+	spoke.Spec.Router.Scheduler.Pool.Spec.TargetPortNumber = ptr.To[int32](9000)
+
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := spoke.ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]v1alpha2.PoolPort{{Number: 9000}}, hub.Spec.Router.Scheduler.Pool.Spec.TargetPorts); diff != "" {
+		t.Errorf("the user's edit must win over the stash (-want +got):\n%s", diff)
+	}
+	if _, ok := hub.Annotations[v1alpha1.AnnotationConversionPoolSpec]; ok {
+		t.Error("the stash annotation must not reach the stored object")
+	}
+}
+
+func TestConvertToHubRejectsCorruptStash(t *testing.T) {
+	spoke := kserveStyleService()
+	spoke.Annotations = map[string]string{v1alpha1.AnnotationConversionPoolSpec: "{not json"}
+	err := spoke.ConvertTo(&v1alpha2.LLMInferenceService{})
+	if err == nil || !strings.Contains(err.Error(), "team-a/llama") || !strings.Contains(err.Error(), v1alpha1.AnnotationConversionPoolSpec) {
+		t.Fatalf("error = %v, want one naming the object and the annotation", err)
+	}
+}
+
+func TestConfigConvertsLikeService(t *testing.T) {
+	cfg := &v1alpha1.LLMInferenceServiceConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "kserve-config-llm-template"},
+		Spec: v1alpha1.LLMInferenceServiceSpec{
+			WorkloadSpec: v1alpha2.WorkloadSpec{Template: &corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "main", Args: []string{"--served-model-name", "{{ .Spec.Model.Name }}"},
+			}}}},
+		},
+	}
+	hub := &v1alpha2.LLMInferenceServiceConfig{}
+	if err := cfg.ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	back := &v1alpha1.LLMInferenceServiceConfig{}
+	if err := back.ConvertFrom(hub); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TypeMeta = back.TypeMeta
+	if diff := cmp.Diff(cfg, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,26 @@
+package v1alpha2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the group and version of this package's kinds.
+var GroupVersion = schema.GroupVersion{Group: "serving.kserve.io", Version: "v1alpha2"}
+
+// AddToScheme registers this package's kinds with a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&LLMInferenceService{}, &LLMInferenceServiceList{},
+		&LLMInferenceServiceConfig{}, &LLMInferenceServiceConfigList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
+
+// Hub marks LLMInferenceService as the conversion hub.
+func (*LLMInferenceService) Hub() {}
+
+// Hub marks LLMInferenceServiceConfig as the conversion hub.
+func (*LLMInferenceServiceConfig) Hub() {}

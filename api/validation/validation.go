@@ -1,0 +1,135 @@
+package validation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+)
+
+// ValidateService checks a service as the user wrote it, before presets are
+// merged. Rules that a preset could still satisfy apply only when the
+// service names no baseRefs.
+func ValidateService(svc *v1alpha2.LLMInferenceService) field.ErrorList {
+	complete := len(svc.Spec.BaseRefs) == 0
+	return validateSpec(&svc.Spec, field.NewPath("spec"), complete)
+}
+
+// ValidateServiceUpdate checks a service update: the new service must be
+// valid, and the size of each multi-node group may not change, because a
+// LeaderWorkerSet cannot be resized in place.
+func ValidateServiceUpdate(oldSvc, newSvc *v1alpha2.LLMInferenceService) field.ErrorList {
+	errs := ValidateService(newSvc)
+	spec := field.NewPath("spec")
+	errs = append(errs, validateSizeUnchanged(oldSvc.Spec.Parallelism, newSvc.Spec.Parallelism, spec.Child("parallelism"))...)
+	var oldPrefill, newPrefill *v1alpha2.ParallelismSpec
+	if oldSvc.Spec.Prefill != nil {
+		oldPrefill = oldSvc.Spec.Prefill.Parallelism
+	}
+	if newSvc.Spec.Prefill != nil {
+		newPrefill = newSvc.Spec.Prefill.Parallelism
+	}
+	errs = append(errs, validateSizeUnchanged(oldPrefill, newPrefill, spec.Child("prefill", "parallelism"))...)
+	return errs
+}
+
+// ValidateConfig checks a preset. Presets are partial, so only the rules
+// about one object alone apply, and presets may not name baseRefs.
+func ValidateConfig(cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := validateSpec(&cfg.Spec, spec, false)
+	if len(cfg.Spec.BaseRefs) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("baseRefs"), "an LLMInferenceServiceConfig may not reference other configs"))
+	}
+	return errs
+}
+
+// ValidateMergedSpec checks a spec after every preset is merged into it, with
+// every rule.
+func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList {
+	return validateSpec(spec, field.NewPath("spec"), true)
+}
+
+// validateSpec applies the rules to one spec. complete says that no preset
+// will be merged into it, so rules a preset could satisfy apply too.
+func validateSpec(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path, complete bool) field.ErrorList {
+	errs := validateWorkload(&spec.WorkloadSpec, path, complete)
+	if spec.Prefill != nil {
+		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), complete)...)
+	}
+	if spec.Router != nil {
+		errs = append(errs, validateRouter(spec.Router, path.Child("router"))...)
+	}
+	return errs
+}
+
+func validateWorkload(w *v1alpha2.WorkloadSpec, path *field.Path, complete bool) field.ErrorList {
+	var errs field.ErrorList
+	p := w.Parallelism
+	pp := path.Child("parallelism")
+	if p != nil {
+		sizes := []struct {
+			name string
+			v    *int32
+		}{{"tensor", p.Tensor}, {"pipeline", p.Pipeline}, {"data", p.Data}, {"dataLocal", p.DataLocal}}
+		for _, s := range sizes {
+			if s.v != nil && *s.v <= 0 {
+				errs = append(errs, field.Invalid(pp.Child(s.name), *s.v, "must be greater than 0"))
+			}
+		}
+		if p.DataRPCPort != nil && (*p.DataRPCPort < 1 || *p.DataRPCPort > 65535) {
+			errs = append(errs, field.Invalid(pp.Child("dataRPCPort"), *p.DataRPCPort, "must be a port number between 1 and 65535"))
+		}
+		if p.Pipeline != nil && (p.Data != nil || p.DataLocal != nil) {
+			errs = append(errs, field.Forbidden(pp.Child("pipeline"), "pipeline parallelism cannot be combined with data parallelism (data, dataLocal)"))
+		}
+	}
+	if !complete {
+		return errs
+	}
+	if p != nil && (p.Data == nil) != (p.DataLocal == nil) {
+		missing := "dataLocal"
+		if p.Data == nil {
+			missing = "data"
+		}
+		errs = append(errs, field.Required(pp.Child(missing), "data and dataLocal must be set together"))
+	}
+	if w.Worker != nil && !p.IsDataParallel() && !p.IsPipelineParallel() {
+		errs = append(errs, field.Required(pp, "a worker needs data parallelism (data and dataLocal) or pipeline parallelism (pipeline)"))
+	}
+	return errs
+}
+
+func validateRouter(r *v1alpha2.RouterSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var http *v1alpha2.HTTPRouteSpec
+	if r.Route != nil {
+		http = r.Route.HTTP
+	}
+	httpPath := path.Child("route", "http")
+	if http != nil && len(http.Refs) > 0 {
+		if http.Spec != nil {
+			errs = append(errs, field.Forbidden(httpPath.Child("spec"), "set either route.http.refs (routes you manage) or route.http.spec (a managed route), not both"))
+		}
+		if r.Gateway != nil && len(r.Gateway.Refs) == 0 {
+			errs = append(errs, field.Forbidden(path.Child("gateway"), "a managed gateway ({}) cannot be combined with route.http.refs; name the gateways in gateway.refs or drop gateway"))
+		}
+	}
+	if http != nil && http.Spec != nil && len(http.Spec.ParentRefs) > 0 && r.Gateway != nil && len(r.Gateway.Refs) > 0 {
+		errs = append(errs, field.Forbidden(httpPath.Child("spec", "parentRefs"), "set either route.http.spec.parentRefs or gateway.refs, not both"))
+	}
+	if r.Scheduler != nil && r.Scheduler.Pool != nil && r.Scheduler.Pool.Ref != nil && r.Scheduler.Pool.Spec != nil {
+		errs = append(errs, field.Forbidden(path.Child("scheduler", "pool", "spec"), "set either scheduler.pool.ref (a pool you manage) or scheduler.pool.spec, not both"))
+	}
+	return errs
+}
+
+func validateSizeUnchanged(oldP, newP *v1alpha2.ParallelismSpec, path *field.Path) field.ErrorList {
+	oldSize, newSize := oldP.TotalSize(), newP.TotalSize()
+	if oldSize == newSize {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, newSize,
+		fmt.Sprintf("the multi-node group size may not change (was %d); delete and recreate the service to resize it", oldSize))}
+}

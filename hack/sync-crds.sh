@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Copies the third-party CRDs that odh-serving installs or tests against from
+# the Go modules pinned in go.mod into api/crds/thirdparty/. A version bump in
+# go.mod followed by `make sync-crds` updates them; `make verify` checks that
+# they match the pinned modules.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$ROOT/api/crds/thirdparty}
+cd "$ROOT"
+moddir() { go list -m -f '{{.Dir}}' "$1"; }
+GIE=$(moddir sigs.k8s.io/gateway-api-inference-extension)
+GWAPI=$(moddir sigs.k8s.io/gateway-api)
+LWS=$(moddir sigs.k8s.io/lws)
+rm -rf "$OUT"
+mkdir -p "$OUT/gie" "$OUT/gateway-api" "$OUT/lws"
+cp "$GIE/config/crd/bases/inference.networking.k8s.io_inferencepools.yaml" \
+   "$GIE/config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml" \
+   "$GIE/config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml" "$OUT/gie/"
+# Gateway API standard channel: every CRD, and nothing else (newer releases add
+# a ValidatingAdmissionPolicy beside them).
+for f in "$GWAPI"/config/crd/standard/*.yaml; do
+  grep -q '^kind: CustomResourceDefinition' "$f" && cp "$f" "$OUT/gateway-api/"
+done
+# The bases CRD, not the chart's: the chart's carries a conversion webhook.
+cp "$LWS/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" "$OUT/lws/"
+chmod -R u+w "$OUT"
+{
+  echo "# Copied by hack/sync-crds.sh from the modules pinned in go.mod. Do not edit."
+  go list -m -f '{{.Path}} {{.Version}}' sigs.k8s.io/gateway-api-inference-extension sigs.k8s.io/gateway-api sigs.k8s.io/lws
+} > "$OUT/VERSIONS"
