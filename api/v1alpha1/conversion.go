@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -27,286 +28,245 @@ var (
 )
 
 // ConvertTo converts this service to the v1alpha2 hub.
-func (src *LLMInferenceService) ConvertTo(hub conversion.Hub) error {
-	dst, ok := hub.(*v1alpha2.LLMInferenceService)
-	if !ok {
-		return fmt.Errorf("convert LLMInferenceService %s/%s to v1alpha2: unexpected hub type %T", src.Namespace, src.Name, hub)
-	}
-	dst.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	if err := specToHub(&src.Spec, &dst.Spec, &dst.ObjectMeta); err != nil {
-		return fmt.Errorf("convert LLMInferenceService %s/%s to v1alpha2: %w", src.Namespace, src.Name, err)
-	}
-	dst.Status = *src.Status.DeepCopy()
-	return nil
+func (src *LLMInferenceService) ConvertTo(dst conversion.Hub) error {
+	return convertTyped(src, dst, ToHub)
 }
 
 // ConvertFrom converts the v1alpha2 hub to this version.
-func (dst *LLMInferenceService) ConvertFrom(hub conversion.Hub) error {
-	src, ok := hub.(*v1alpha2.LLMInferenceService)
-	if !ok {
-		return fmt.Errorf("convert LLMInferenceService to v1alpha1: unexpected hub type %T", hub)
-	}
-	dst.TypeMeta = metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "LLMInferenceService"}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	if err := specFromHub(&src.Spec, &dst.Spec, &dst.ObjectMeta); err != nil {
-		return fmt.Errorf("convert LLMInferenceService %s/%s to v1alpha1: %w", src.Namespace, src.Name, err)
-	}
-	dst.Status = *src.Status.DeepCopy()
-	return nil
+func (dst *LLMInferenceService) ConvertFrom(src conversion.Hub) error {
+	return convertTyped(src, dst, FromHub)
 }
 
 // ConvertTo converts this preset to the v1alpha2 hub.
-func (src *LLMInferenceServiceConfig) ConvertTo(hub conversion.Hub) error {
-	dst, ok := hub.(*v1alpha2.LLMInferenceServiceConfig)
-	if !ok {
-		return fmt.Errorf("convert LLMInferenceServiceConfig %s/%s to v1alpha2: unexpected hub type %T", src.Namespace, src.Name, hub)
-	}
-	dst.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceServiceConfig"}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	if err := specToHub(&src.Spec, &dst.Spec, &dst.ObjectMeta); err != nil {
-		return fmt.Errorf("convert LLMInferenceServiceConfig %s/%s to v1alpha2: %w", src.Namespace, src.Name, err)
-	}
-	return nil
+func (src *LLMInferenceServiceConfig) ConvertTo(dst conversion.Hub) error {
+	return convertTyped(src, dst, ToHub)
 }
 
 // ConvertFrom converts the v1alpha2 hub to this version.
-func (dst *LLMInferenceServiceConfig) ConvertFrom(hub conversion.Hub) error {
-	src, ok := hub.(*v1alpha2.LLMInferenceServiceConfig)
-	if !ok {
-		return fmt.Errorf("convert LLMInferenceServiceConfig to v1alpha1: unexpected hub type %T", hub)
-	}
-	dst.TypeMeta = metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "LLMInferenceServiceConfig"}
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	if err := specFromHub(&src.Spec, &dst.Spec, &dst.ObjectMeta); err != nil {
-		return fmt.Errorf("convert LLMInferenceServiceConfig %s/%s to v1alpha1: %w", src.Namespace, src.Name, err)
-	}
-	return nil
+func (dst *LLMInferenceServiceConfig) ConvertFrom(src conversion.Hub) error {
+	return convertTyped(src, dst, FromHub)
 }
 
-// specToHub converts a spec to v1alpha2. meta is the v1alpha2 object's
-// metadata, which receives the criticality annotation and loses the
-// conversion stash.
-func specToHub(src *LLMInferenceServiceSpec, dst *v1alpha2.LLMInferenceServiceSpec, meta *metav1.ObjectMeta) error {
-	dst.Model = v1alpha2.LLMModelSpec{
-		URI:  src.Model.URI,
-		Name: copyPtr(src.Model.Name),
-		LoRA: src.Model.LoRA.DeepCopy(),
+// convertTyped runs a JSON-level conversion between typed objects, so that
+// the typed methods and the conversion webhook share one implementation.
+func convertTyped(src, dst runtime.Object, convert func(map[string]any) error) error {
+	data, err := json.Marshal(src)
+	if err != nil {
+		return fmt.Errorf("encode %T: %w", src, err)
 	}
-	if src.Model.Criticality != nil {
-		setAnnotation(meta, AnnotationCriticality, string(*src.Model.Criticality))
-	}
-	src.WorkloadSpec.DeepCopyInto(&dst.WorkloadSpec)
-	dst.Prefill = src.Prefill.DeepCopy()
-	dst.BaseRefs = copySlice(src.BaseRefs)
-
-	stash, hasStash := meta.Annotations[AnnotationConversionPoolSpec]
-	removeAnnotation(meta, AnnotationConversionPoolSpec)
-	if src.Router == nil {
-		dst.Router = nil
-		return nil
-	}
-	dst.Router = &v1alpha2.RouterSpec{
-		Route:   src.Router.Route.DeepCopy(),
-		Gateway: src.Router.Gateway.DeepCopy(),
-		Ingress: src.Router.Ingress.DeepCopy(),
-	}
-	s := src.Router.Scheduler
-	if s == nil {
-		return nil
-	}
-	dst.Router.Scheduler = &v1alpha2.SchedulerSpec{Template: s.Template.DeepCopy()}
-	if s.Pool == nil {
-		return nil
-	}
-	pool := &v1alpha2.InferencePoolSpec{Ref: s.Pool.Ref.DeepCopy(), Spec: poolSpecToHub(s.Pool.Spec)}
-	if hasStash {
-		restored, err := restorePoolSpec(stash, s.Pool.Spec)
-		if err != nil {
-			return err
-		}
-		if restored != nil {
-			pool.Spec = restored
-		}
-	}
-	dst.Router.Scheduler.Pool = pool
-	return nil
-}
-
-// specFromHub converts a v1alpha2 spec to v1alpha1. meta is the v1alpha1
-// object's metadata: the criticality annotation moves into the spec, and a
-// pool spec v1alpha1 cannot express is stashed.
-func specFromHub(src *v1alpha2.LLMInferenceServiceSpec, dst *LLMInferenceServiceSpec, meta *metav1.ObjectMeta) error {
-	dst.Model = LLMModelSpec{
-		URI:  src.Model.URI,
-		Name: copyPtr(src.Model.Name),
-		LoRA: src.Model.LoRA.DeepCopy(),
-	}
-	if c, ok := meta.Annotations[AnnotationCriticality]; ok {
-		crit := Criticality(c)
-		dst.Model.Criticality = &crit
-		removeAnnotation(meta, AnnotationCriticality)
-	}
-	src.WorkloadSpec.DeepCopyInto(&dst.WorkloadSpec)
-	dst.Prefill = src.Prefill.DeepCopy()
-	dst.BaseRefs = copySlice(src.BaseRefs)
-
-	removeAnnotation(meta, AnnotationConversionPoolSpec)
-	if src.Router == nil {
-		dst.Router = nil
-		return nil
-	}
-	dst.Router = &RouterSpec{
-		Route:   src.Router.Route.DeepCopy(),
-		Gateway: src.Router.Gateway.DeepCopy(),
-		Ingress: src.Router.Ingress.DeepCopy(),
-	}
-	s := src.Router.Scheduler
-	if s == nil {
-		return nil
-	}
-	dst.Router.Scheduler = &SchedulerSpec{Template: s.Template.DeepCopy()}
-	if s.Pool == nil {
-		return nil
-	}
-	dst.Router.Scheduler.Pool = &InferencePoolSpec{Ref: s.Pool.Ref.DeepCopy(), Spec: poolSpecFromHub(s.Pool.Spec)}
-	lossless, err := sameJSON(poolSpecToHub(dst.Router.Scheduler.Pool.Spec), s.Pool.Spec)
+	obj, err := DecodeObject(data)
 	if err != nil {
 		return err
 	}
-	if !lossless {
-		raw, err := json.Marshal(s.Pool.Spec)
-		if err != nil {
-			return fmt.Errorf("stash spec.router.scheduler.pool.spec: %w", err)
-		}
-		setAnnotation(meta, AnnotationConversionPoolSpec, string(raw))
+	if err := convert(obj); err != nil {
+		return err
+	}
+	data, err = json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode converted object: %w", err)
+	}
+	reflect.ValueOf(dst).Elem().SetZero()
+	if err := json.Unmarshal(data, dst); err != nil {
+		return fmt.Errorf("decode converted object into %T: %w", dst, err)
 	}
 	return nil
 }
 
-// restorePoolSpec returns the stashed v1alpha2 pool spec if the v1alpha1 pool
-// spec is still what the stash converts to, and nil if it was edited since.
-func restorePoolSpec(stash string, current *GIEInferencePoolSpec) (*v1alpha2.PoolSpec, error) {
-	var stashed v1alpha2.PoolSpec
-	if err := json.Unmarshal([]byte(stash), &stashed); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnotationConversionPoolSpec, err)
+// DecodeObject decodes a JSON object keeping numbers exact.
+func DecodeObject(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("decode object: %w", err)
 	}
-	unchanged, err := sameJSON(poolSpecFromHub(&stashed), current)
-	if err != nil || !unchanged {
-		return nil, err
-	}
-	return &stashed, nil
+	return obj, nil
 }
 
-func poolSpecToHub(src *GIEInferencePoolSpec) *v1alpha2.PoolSpec {
-	if src == nil {
+// ToHub converts a v1alpha1 object, decoded from JSON, to v1alpha2 in place.
+// Only what differs between the versions is touched; every other field,
+// including the partial pod specs, passes through as it was written.
+func ToHub(obj map[string]any) error {
+	obj["apiVersion"] = v1alpha2.GroupVersion.String()
+	model := child(obj, "spec", "model")
+	if crit, ok := model["criticality"]; ok {
+		delete(model, "criticality")
+		if len(model) == 0 {
+			delete(child(obj, "spec"), "model")
+		}
+		if s, ok := crit.(string); ok {
+			setAnnotation(obj, AnnotationCriticality, s)
+		}
+	}
+	stash, hasStash := annotations(obj)[AnnotationConversionPoolSpec].(string)
+	removeAnnotation(obj, AnnotationConversionPoolSpec)
+
+	pool := child(obj, "spec", "router", "scheduler", "pool")
+	spec, ok := pool["spec"].(map[string]any)
+	if !ok {
 		return nil
 	}
-	dst := &v1alpha2.PoolSpec{}
-	// An empty v1alpha1 selector does not survive JSON (omitempty), so it
-	// maps to no selector rather than to an empty one.
-	if len(src.Selector) > 0 {
-		dst.Selector = &v1alpha2.PoolSelector{MatchLabels: copyMap(src.Selector)}
-	}
-	if src.TargetPortNumber != nil {
-		dst.TargetPorts = []v1alpha2.PoolPort{{Number: *src.TargetPortNumber}}
-	}
-	if e := src.ExtensionRef; e != nil {
-		dst.EndpointPickerRef = &v1alpha2.EndpointPickerRef{
-			Group:       copyPtr(e.Group),
-			Kind:        copyPtr(e.Kind),
-			Name:        e.Name,
-			FailureMode: copyPtr(e.FailureMode),
-		}
-		if e.PortNumber != nil {
-			dst.EndpointPickerRef.Port = &v1alpha2.PoolPort{Number: *e.PortNumber}
-		}
-	}
-	return dst
-}
-
-// poolSpecFromHub keeps the first target port only; specFromHub stashes the
-// rest.
-func poolSpecFromHub(src *v1alpha2.PoolSpec) *GIEInferencePoolSpec {
-	if src == nil {
+	written := clone(spec)
+	pool["spec"] = poolSpecToHub(spec)
+	if !hasStash {
 		return nil
 	}
-	dst := &GIEInferencePoolSpec{}
-	if src.Selector != nil {
-		dst.Selector = copyMap(src.Selector.MatchLabels)
-	}
-	if len(src.TargetPorts) > 0 {
-		n := src.TargetPorts[0].Number
-		dst.TargetPortNumber = &n
-	}
-	if r := src.EndpointPickerRef; r != nil {
-		dst.ExtensionRef = &Extension{
-			Group:       copyPtr(r.Group),
-			Kind:        copyPtr(r.Kind),
-			Name:        r.Name,
-			FailureMode: copyPtr(r.FailureMode),
-		}
-		if r.Port != nil {
-			n := r.Port.Number
-			dst.ExtensionRef.PortNumber = &n
-		}
-	}
-	return dst
-}
-
-func sameJSON(a, b any) (bool, error) {
-	ja, err := json.Marshal(a)
+	stashed, err := DecodeObject([]byte(stash))
 	if err != nil {
-		return false, fmt.Errorf("compare pool specs: %w", err)
+		return fmt.Errorf("%s %s: annotation %s: %w", kindOf(obj), nameOf(obj), AnnotationConversionPoolSpec, err)
 	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		return false, fmt.Errorf("compare pool specs: %w", err)
+	// The stash is only the truth while the v1alpha1 pool spec is still what
+	// the stash converts to; an edit through v1alpha1 wins.
+	if reflect.DeepEqual(poolSpecFromHub(clone(stashed)), written) {
+		pool["spec"] = stashed
 	}
-	return bytes.Equal(ja, jb), nil
+	return nil
 }
 
-func setAnnotation(meta *metav1.ObjectMeta, key, value string) {
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
+// FromHub converts a v1alpha2 object, decoded from JSON, to v1alpha1 in
+// place, stashing a pool spec the v1alpha1 shape cannot hold.
+func FromHub(obj map[string]any) error {
+	obj["apiVersion"] = GroupVersion.String()
+	removeAnnotation(obj, AnnotationConversionPoolSpec)
+	if crit, ok := annotations(obj)[AnnotationCriticality].(string); ok {
+		removeAnnotation(obj, AnnotationCriticality)
+		spec := ensureChild(obj, "spec")
+		model := ensureChild(spec, "model")
+		model["criticality"] = crit
 	}
-	meta.Annotations[key] = value
+	pool := child(obj, "spec", "router", "scheduler", "pool")
+	spec, ok := pool["spec"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	converted := poolSpecFromHub(clone(spec))
+	pool["spec"] = converted
+	if !reflect.DeepEqual(poolSpecToHub(clone(converted)), spec) {
+		data, err := json.Marshal(spec)
+		if err != nil {
+			return fmt.Errorf("%s %s: stash spec.router.scheduler.pool.spec: %w", kindOf(obj), nameOf(obj), err)
+		}
+		setAnnotation(obj, AnnotationConversionPoolSpec, string(data))
+	}
+	return nil
 }
 
-// removeAnnotation deletes key, and drops the map when it becomes empty so
-// that an object without annotations stays without them.
-func removeAnnotation(meta *metav1.ObjectMeta, key string) {
-	if _, ok := meta.Annotations[key]; !ok {
+// poolSpecToHub turns a GIE v1alpha2 pool spec into the GIE v1 shape:
+// selector -> selector.matchLabels, targetPortNumber -> targetPorts[0].number,
+// extensionRef{portNumber} -> endpointPickerRef{port.number}. Unknown keys
+// pass through.
+func poolSpecToHub(spec map[string]any) map[string]any {
+	if sel, ok := spec["selector"]; ok {
+		spec["selector"] = map[string]any{"matchLabels": sel}
+	}
+	if port, ok := spec["targetPortNumber"]; ok {
+		delete(spec, "targetPortNumber")
+		spec["targetPorts"] = []any{map[string]any{"number": port}}
+	}
+	if ref, ok := spec["extensionRef"].(map[string]any); ok {
+		delete(spec, "extensionRef")
+		if port, ok := ref["portNumber"]; ok {
+			delete(ref, "portNumber")
+			ref["port"] = map[string]any{"number": port}
+		}
+		spec["endpointPickerRef"] = ref
+	}
+	return spec
+}
+
+// poolSpecFromHub is the inverse of poolSpecToHub. It keeps the first target
+// port only; FromHub stashes what it drops.
+func poolSpecFromHub(spec map[string]any) map[string]any {
+	if sel, ok := spec["selector"].(map[string]any); ok {
+		if labels, ok := sel["matchLabels"]; ok {
+			spec["selector"] = labels
+		} else {
+			delete(spec, "selector")
+		}
+	}
+	if ports, ok := spec["targetPorts"].([]any); ok {
+		delete(spec, "targetPorts")
+		if len(ports) > 0 {
+			if first, ok := ports[0].(map[string]any); ok {
+				if n, ok := first["number"]; ok {
+					spec["targetPortNumber"] = n
+				}
+			}
+		}
+	}
+	if ref, ok := spec["endpointPickerRef"].(map[string]any); ok {
+		delete(spec, "endpointPickerRef")
+		if port, ok := ref["port"].(map[string]any); ok {
+			delete(ref, "port")
+			if n, ok := port["number"]; ok {
+				ref["portNumber"] = n
+			}
+		}
+		spec["extensionRef"] = ref
+	}
+	return spec
+}
+
+// child walks maps along keys and returns the last one, or nil (which reads
+// as an empty map) when any step is missing.
+func child(obj map[string]any, keys ...string) map[string]any {
+	cur := obj
+	for _, k := range keys {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
+
+func ensureChild(obj map[string]any, key string) map[string]any {
+	next, ok := obj[key].(map[string]any)
+	if !ok {
+		next = map[string]any{}
+		obj[key] = next
+	}
+	return next
+}
+
+func annotations(obj map[string]any) map[string]any {
+	return child(obj, "metadata", "annotations")
+}
+
+func setAnnotation(obj map[string]any, key, value string) {
+	ensureChild(ensureChild(obj, "metadata"), "annotations")[key] = value
+}
+
+// removeAnnotation deletes key, and drops the annotations when none are left
+// so that an object written without annotations stays without them.
+func removeAnnotation(obj map[string]any, key string) {
+	anns := annotations(obj)
+	if _, ok := anns[key]; !ok {
 		return
 	}
-	delete(meta.Annotations, key)
-	if len(meta.Annotations) == 0 {
-		meta.Annotations = nil
+	delete(anns, key)
+	if len(anns) == 0 {
+		delete(child(obj, "metadata"), "annotations")
 	}
 }
 
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
+func kindOf(obj map[string]any) string {
+	k, _ := obj["kind"].(string)
+	return k
 }
 
-func copySlice[T any](s []T) []T {
-	if s == nil {
-		return nil
+func nameOf(obj map[string]any) string {
+	meta := child(obj, "metadata")
+	ns, _ := meta["namespace"].(string)
+	name, _ := meta["name"].(string)
+	if ns == "" {
+		return name
 	}
-	return append(make([]T, 0, len(s)), s...)
+	return ns + "/" + name
 }
 
-func copyMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+// clone deep-copies a decoded JSON value.
+func clone[T any](v T) T {
+	return runtime.DeepCopyJSONValue(v).(T)
 }

@@ -103,7 +103,7 @@ func (cp *ControlPlane) startWebhooks() error {
 		Port:    opts.LocalServingPort,
 		CertDir: opts.LocalServingCertDir,
 	})
-	webhook.Register(server, cp.Scheme)
+	webhook.Register(server)
 	ctx, cancel := context.WithCancel(context.Background())
 	cp.stopServer = cancel
 	go func() { cp.serverDone <- server.Start(ctx) }()
