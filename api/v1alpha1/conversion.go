@@ -28,23 +28,23 @@ var (
 )
 
 // ConvertTo converts this service to the v1alpha2 hub.
-func (src *LLMInferenceService) ConvertTo(dst conversion.Hub) error {
-	return convertTyped(src, dst, ToHub)
+func (in *LLMInferenceService) ConvertTo(hub conversion.Hub) error {
+	return convertTyped(in, hub, ToHub)
 }
 
 // ConvertFrom converts the v1alpha2 hub to this version.
-func (dst *LLMInferenceService) ConvertFrom(src conversion.Hub) error {
-	return convertTyped(src, dst, FromHub)
+func (in *LLMInferenceService) ConvertFrom(hub conversion.Hub) error {
+	return convertTyped(hub, in, FromHub)
 }
 
 // ConvertTo converts this preset to the v1alpha2 hub.
-func (src *LLMInferenceServiceConfig) ConvertTo(dst conversion.Hub) error {
-	return convertTyped(src, dst, ToHub)
+func (in *LLMInferenceServiceConfig) ConvertTo(hub conversion.Hub) error {
+	return convertTyped(in, hub, ToHub)
 }
 
 // ConvertFrom converts the v1alpha2 hub to this version.
-func (dst *LLMInferenceServiceConfig) ConvertFrom(src conversion.Hub) error {
-	return convertTyped(src, dst, FromHub)
+func (in *LLMInferenceServiceConfig) ConvertFrom(hub conversion.Hub) error {
+	return convertTyped(hub, in, FromHub)
 }
 
 // convertTyped runs a JSON-level conversion between typed objects, so that

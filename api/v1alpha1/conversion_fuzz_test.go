@@ -124,7 +124,7 @@ func mustJSON(t *testing.T, v any) string {
 // server's own values do: times to the second, parseable quantities,
 // well-formed managed fields.
 func newFiller(data []byte) *randfill.Filler {
-	return randfill.NewFromGoFuzz(data).NilChance(0.4).NumElements(0, 3).MaxDepth(12).Funcs(
+	return randfill.NewFromGoFuzz(data).NilChance(0.5).NumElements(0, 2).MaxDepth(8).Funcs(
 		func(q *resource.Quantity, c randfill.Continue) {
 			*q = *resource.NewQuantity(int64(c.Uint64()%100000), resource.DecimalSI)
 		},

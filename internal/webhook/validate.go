@@ -61,7 +61,7 @@ func validateService(req admission.Request) field.ErrorList {
 		// The stored object predates a rule; judge the new one alone.
 		return validation.ValidateService(svc)
 	}
-	if unchangedOrDeleting(&old.ObjectMeta, &svc.ObjectMeta, old.Spec, svc.Spec) {
+	if unchangedOrDeleting(&svc.ObjectMeta, old.Spec, svc.Spec) {
 		return nil
 	}
 	return validation.ValidateServiceUpdate(old, svc)
@@ -74,7 +74,7 @@ func validateConfig(req admission.Request) field.ErrorList {
 	}
 	if req.Operation == admissionv1.Update {
 		if old, oldErrs := decodeConfig(req.Kind.Version, req.OldObject.Raw); len(oldErrs) == 0 &&
-			unchangedOrDeleting(&old.ObjectMeta, &cfg.ObjectMeta, old.Spec, cfg.Spec) {
+			unchangedOrDeleting(&cfg.ObjectMeta, old.Spec, cfg.Spec) {
 			return nil
 		}
 	}
@@ -84,7 +84,7 @@ func validateConfig(req admission.Request) field.ErrorList {
 // unchangedOrDeleting lets metadata-only updates (finalizers, labels) and
 // updates of an object being deleted through, so an object stored before a
 // rule existed can still be cleaned up.
-func unchangedOrDeleting(oldMeta, newMeta *metav1.ObjectMeta, oldSpec, newSpec any) bool {
+func unchangedOrDeleting(newMeta *metav1.ObjectMeta, oldSpec, newSpec any) bool {
 	return newMeta.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldSpec, newSpec)
 }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Regenerates everything generated and fails if the tree changes: deep-copy
+# code, our CRDs, the third-party CRDs, gofmt and go.mod/go.sum.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+fail=0
+before=$(mktemp -d)
+trap 'rm -rf "$before"' EXIT
+cp -a api "$before/"
+make -s generate
+bash hack/sync-crds.sh
+if ! diff -r "$before/api" api >&2; then
+  echo "generated files or CRDs are out of date; run 'make generate sync-crds' and commit the result" >&2
+  fail=1
+fi
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt wants to reformat:" >&2; echo "$unformatted" >&2; fail=1
+fi
+if ! go mod tidy -diff >/dev/null; then
+  echo "go.mod/go.sum are not tidy; run 'go mod tidy'" >&2; fail=1
+fi
+for crd in api/crds/serving.kserve.io_*.yaml; do
+  size=$(wc -c < "$crd")
+  if [ "$size" -gt 262144 ]; then
+    echo "$crd is $size bytes; CRDs must stay under 256 KiB for client-side apply" >&2; fail=1
+  fi
+done
+exit $fail
