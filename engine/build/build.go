@@ -1,0 +1,191 @@
+package build
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/naming"
+)
+
+// Object is a child: a typed Kubernetes object with metadata.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Phase is where a service's route stands in the move from the v1alpha2 to
+// the v1 InferencePool API.
+type Phase string
+
+// The migration phases, in order. The route sends traffic to:
+const (
+	// PhaseAlpha2: the v1alpha2 pool only; only its CRD exists.
+	PhaseAlpha2 Phase = "alpha2"
+	// PhaseDual: both pools, v1alpha2 at weight 100 and v1 at 0.
+	PhaseDual Phase = "dual"
+	// PhaseV1: both pools, v1 at weight 100 and v1alpha2 at 0; the route is
+	// marked migrated, and never goes back.
+	PhaseV1 Phase = "v1"
+	// PhaseRetired: the v1 pool only; the v1alpha2 pool is gone.
+	PhaseRetired Phase = "retired"
+)
+
+// Phases lists the phases in order.
+var Phases = []Phase{PhaseAlpha2, PhaseDual, PhaseV1, PhaseRetired}
+
+// ParsePhase checks a phase name.
+func ParsePhase(s string) (Phase, error) {
+	for _, p := range Phases {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown migration phase %q: want one of alpha2, dual, v1, retired", s)
+}
+
+// Options shape the children.
+type Options struct {
+	// Phase is the InferencePool migration phase; the controller decides it.
+	Phase Phase
+	// StorageInitializerImage downloads hf:// and s3:// models.
+	StorageInitializerImage string
+}
+
+// Labels, annotations and values that name a child's place.
+const (
+	LabelPartOf          = "app.kubernetes.io/part-of"
+	LabelName            = "app.kubernetes.io/name"
+	LabelComponent       = "app.kubernetes.io/component"
+	LabelKServeComponent = "kserve.io/component"
+	LabelRole            = "llm-d.ai/role"
+
+	PartOf = "llminferenceservice"
+
+	// AnnotationStop stops a service: it keeps its spec and has no children.
+	AnnotationStop = "serving.kserve.io/stop"
+	// AnnotationMigrated marks a route that moved to the v1 pool for good.
+	AnnotationMigrated = "serving.kserve.io/inference-pool-migrated"
+
+	GroupPoolV1       = "inference.networking.k8s.io"
+	GroupPoolV1alpha2 = "inference.networking.x-k8s.io"
+)
+
+// Children builds the children of svc from its merged and evaluated spec.
+// A stopped service has none.
+func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec, opts Options) ([]Object, error) {
+	if strings.EqualFold(svc.Annotations[AnnotationStop], "true") {
+		return nil, nil
+	}
+	if opts.Phase == "" {
+		opts.Phase = PhaseV1
+	}
+	n, err := newNames(svc, spec)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{svc: svc, spec: spec, opts: opts, names: n}
+	if err := b.workloads(); err != nil {
+		return nil, err
+	}
+	if err := b.scheduler(); err != nil {
+		return nil, err
+	}
+	if err := b.route(); err != nil {
+		return nil, err
+	}
+	return b.out, nil
+}
+
+type builder struct {
+	svc   *v1alpha2.LLMInferenceService
+	spec  *v1alpha2.LLMInferenceServiceSpec
+	opts  Options
+	names names
+	out   []Object
+}
+
+func (b *builder) add(objs ...Object) { b.out = append(b.out, objs...) }
+
+// meta is the metadata of a child with the given name and component.
+func (b *builder) meta(name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: b.svc.Namespace, Labels: b.labels(component)}
+}
+
+func (b *builder) labels(component string) map[string]string {
+	return map[string]string{LabelPartOf: PartOf, LabelName: b.svc.Name, LabelComponent: component}
+}
+
+// names are the children's names, derived once.
+type names struct {
+	workloadService, pool, route, tlsSecret                     string
+	deployment, prefillDeployment, lws, prefillLWS              string
+	workloadSA, workloadRole, workloadRoleBinding               string
+	multiNodeRole, multiNodeRoleBinding, prefillSA, prefillMNSA string
+	epp, eppService, eppSA, eppRole, eppRoleBinding, eppAuth    string
+}
+
+func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
+	var n names
+	var errs []string
+	child := func(dst *string, suffix string) {
+		v, err := naming.ChildName(svc.Name, suffix)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		*dst = v
+	}
+	safe := func(dst *string, suffix string) {
+		v, err := naming.SafeChildName(svc.Name, suffix)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		*dst = v
+	}
+	child(&n.workloadService, "-kserve-workload-svc")
+	child(&n.pool, "-inference-pool")
+	child(&n.route, "-kserve-route")
+	child(&n.tlsSecret, "-kserve-self-signed-certs")
+	safe(&n.deployment, "-kserve")
+	safe(&n.prefillDeployment, "-kserve-prefill")
+	safe(&n.lws, "-kserve-mn")
+	safe(&n.prefillLWS, "-kserve-mn-prefill")
+	safe(&n.workloadSA, "-kserve")
+	safe(&n.workloadRole, "-kserve-role")
+	safe(&n.workloadRoleBinding, "-kserve-rb")
+	safe(&n.multiNodeRole, "-kserve-mn-role")
+	safe(&n.multiNodeRoleBinding, "-kserve-mn-rb")
+	safe(&n.prefillSA, "-kserve-prefill")
+	safe(&n.prefillMNSA, "-kserve-mn-prefill")
+	child(&n.epp, "-kserve-router-scheduler")
+	child(&n.eppService, "-epp-service")
+	child(&n.eppSA, "-epp-sa")
+	child(&n.eppRole, "-epp-role")
+	child(&n.eppRoleBinding, "-epp-rb")
+	auth, err := naming.ChildName(svc.Namespace, "-"+svc.Name+"-epp-auth-rb")
+	if err != nil {
+		// The suffix carries the service name; hash the whole name instead.
+		auth, err = naming.ChildName(svc.Namespace+"-"+svc.Name, "-epp-auth-rb")
+	}
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	n.eppAuth = auth
+	if r := spec.Router; r != nil && r.Scheduler != nil && r.Scheduler.Pool != nil {
+		if ref := r.Scheduler.Pool.Ref; ref != nil && ref.Name != "" {
+			n.pool = ref.Name
+		}
+		if s := r.Scheduler.Pool.Spec; s != nil && s.EndpointPickerRef != nil && s.EndpointPickerRef.Name != "" {
+			n.eppService = s.EndpointPickerRef.Name
+		}
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("name the children of %s/%s: %s", svc.Namespace, svc.Name, strings.Join(errs, "; "))
+	}
+	return n, nil
+}
+
+func childOf(parent, suffix string) (string, error) { return naming.ChildName(parent, suffix) }

@@ -1,0 +1,13 @@
+// Package build turns a service and its merged, evaluated spec into the
+// child objects, with their names and labels:
+//   - the workloads: a Deployment for a single node or a LeaderWorkerSet for
+//     several, for the main (decode) workload and for prefill; their
+//     ServiceAccounts, Roles and RoleBindings; the workload Service;
+//   - the scheduler (endpoint picker): Deployment, Service, ServiceAccount,
+//     Role, RoleBinding and the auth-delegator ClusterRoleBinding;
+//   - the InferencePools: v1, and v1alpha2 while a migration needs it;
+//   - the HTTPRoute, whose pool backends follow the migration phase.
+//
+// It adds nothing that varies between runs: no timestamps, no random values,
+// no secrets. Certificates come from the controller or the platform.
+package build

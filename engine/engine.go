@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/api/validation"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/merge"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/engine/template"
+)
+
+// DefaultSystemNamespace is where the shared presets live when no other
+// namespace is given.
+const DefaultSystemNamespace = "opendatahub"
+
+// Options configure a render. The zero value works.
+type Options struct {
+	// SystemNamespace holds the shared presets. Default: opendatahub.
+	SystemNamespace string
+	// PresetPrefix is put before the well-known preset names.
+	// Default: "kserve-", KServe's.
+	PresetPrefix *string
+	// Phase is the InferencePool migration phase. Default: v1.
+	Phase build.Phase
+	// IngressGatewayName and IngressGatewayNamespace name the gateway a
+	// managed route attaches to. Default: kserve-ingress-gateway in the
+	// system namespace.
+	IngressGatewayName      string
+	IngressGatewayNamespace string
+	// StorageInitializerImage downloads hf:// and s3:// models.
+	StorageInitializerImage string
+}
+
+func (o Options) withDefaults() Options {
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = DefaultSystemNamespace
+	}
+	if o.PresetPrefix == nil {
+		p := preset.DefaultPrefix
+		o.PresetPrefix = &p
+	}
+	if o.Phase == "" {
+		o.Phase = build.PhaseV1
+	}
+	if o.IngressGatewayName == "" {
+		o.IngressGatewayName = "kserve-ingress-gateway"
+	}
+	if o.IngressGatewayNamespace == "" {
+		o.IngressGatewayNamespace = o.SystemNamespace
+	}
+	return o
+}
+
+// Result is a rendered service.
+type Result struct {
+	// Objects are the children, in apply order: RBAC, Services, workloads,
+	// pools, route; by name within a kind.
+	Objects []*unstructured.Unstructured
+	// Explanation says how the spec was put together.
+	Explanation Explanation
+}
+
+// Explanation says which presets applied, in which order, which fields
+// each set, and which one won each field.
+type Explanation struct {
+	Layers []Layer
+	// Winners maps each field of the merged spec to the layer that set it.
+	Winners map[string]string
+}
+
+// Layer is one step of the merge.
+type Layer struct {
+	// Name is the preset's namespace/name, or "service".
+	Name string
+	// Why says why it applied: well-known, baseRef or service.
+	Why string
+	// Fields are the fields it set.
+	Fields []string
+}
+
+// Render renders svc with the presets in catalog.
+func Render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Result, error) {
+	res, err := render(ctx, svc, catalog, opts.withDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return res, nil
+}
+
+func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if svc.Namespace == "" {
+		return nil, errors.New("metadata.namespace: the service has no namespace")
+	}
+	if msgs := utilvalidation.IsDNS1123Label(svc.Name); len(msgs) > 0 {
+		return nil, fmt.Errorf("metadata.name %q: %s (the name becomes a label value and DNS names of the children)", svc.Name, strings.Join(msgs, "; "))
+	}
+	if errs := validation.ValidateService(svc); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+
+	var baseRefs []merge.Layer
+	var explained []Layer
+	for i, ref := range svc.Spec.BaseRefs {
+		p, err := catalog.Lookup(ref.Name, svc.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("spec.baseRefs[%d]: %w", i, err)
+		}
+		baseRefs = append(baseRefs, merge.Layer{Name: p.ID(), Spec: p.Spec})
+		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef"})
+	}
+	self := merge.Layer{Name: "service", Spec: &svc.Spec}
+
+	shape, _, err := merge.Specs(append(slices.Clone(baseRefs), self))
+	if err != nil {
+		return nil, err
+	}
+	var layers []merge.Layer
+	var wellKnown []Layer
+	for _, name := range preset.WellKnown(shape, *opts.PresetPrefix) {
+		p, err := catalog.Lookup(name, svc.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("well-known preset for this service's shape: %w", err)
+		}
+		layers = append(layers, merge.Layer{Name: p.ID(), Spec: p.Spec})
+		wellKnown = append(wellKnown, Layer{Name: p.ID(), Why: "well-known"})
+	}
+	layers = append(append(layers, baseRefs...), self)
+	explained = append(append(wellKnown, explained...), Layer{Name: "service", Why: "service"})
+
+	spec, prov, err := merge.Specs(layers)
+	if err != nil {
+		return nil, err
+	}
+	for i := range explained {
+		explained[i].Fields = prov.Set[i].Fields
+	}
+	if spec.Model.Name == nil {
+		name := svc.Name
+		spec.Model.Name = &name
+	}
+	if errs := validation.ValidateMergedSpec(spec); len(errs) > 0 {
+		return nil, fmt.Errorf("the spec merged from presets, baseRefs and the service is invalid: %w", errs.ToAggregate())
+	}
+	data := &template.Data{
+		ObjectMeta: *svc.ObjectMeta.DeepCopy(),
+		Spec:       *spec.DeepCopy(),
+		GlobalConfig: template.GlobalConfig{
+			SystemNamespace:         opts.SystemNamespace,
+			IngressGatewayName:      opts.IngressGatewayName,
+			IngressGatewayNamespace: opts.IngressGatewayNamespace,
+		},
+	}
+	if err := template.Evaluate(spec, data, prov.Origin); err != nil {
+		return nil, err
+	}
+	children, err := build.Children(svc, spec, build.Options{Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage})
+	if err != nil {
+		return nil, err
+	}
+	objs, err := toUnstructured(children)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Objects: objs, Explanation: Explanation{Layers: explained, Winners: prov.Winner}}, nil
+}
+
+// kindOrder is the apply order: what others refer to comes first.
+var kindOrder = []string{
+	"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Service",
+	"Deployment", "LeaderWorkerSet", "InferencePool", "HTTPRoute",
+}
+
+func toUnstructured(children []build.Object) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(children))
+	for _, c := range children {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			return nil, fmt.Errorf("convert %T %s: %w", c, c.GetName(), err)
+		}
+		delete(m, "status")
+		dropNullTimestamps(m)
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int {
+		if d := slices.Index(kindOrder, a.GetKind()) - slices.Index(kindOrder, b.GetKind()); d != 0 {
+			return d
+		}
+		if d := strings.Compare(a.GetAPIVersion(), b.GetAPIVersion()); d != 0 {
+			return d // inference.networking.k8s.io/v1 before x-k8s.io/v1alpha2
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+	return out, nil
+}
+
+// dropNullTimestamps removes the "creationTimestamp: null" that typed
+// objects carry into every metadata, pod templates included.
+func dropNullTimestamps(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if ts, ok := t["creationTimestamp"]; ok && ts == nil {
+			delete(t, "creationTimestamp")
+		}
+		for _, e := range t {
+			dropNullTimestamps(e)
+		}
+	case []any:
+		for _, e := range t {
+			dropNullTimestamps(e)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/api/validation"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+)
+
+// Document is one object of a stream and where it starts.
+type Document struct {
+	File string
+	Line int
+	// JSON is the document as JSON.
+	JSON   []byte
+	Object *unstructured.Unstructured
+}
+
+// Where is "file:line".
+func (d *Document) Where() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+
+// Split reads a multi-document YAML stream. Empty documents are skipped; a
+// document that is not an object with apiVersion and kind is an error.
+func Split(file string, data []byte) ([]Document, error) {
+	var docs []Document
+	line := 1
+	start := 1
+	var cur bytes.Buffer
+	flush := func() error {
+		text := cur.Bytes()
+		cur.Reset()
+		if len(bytes.TrimSpace(stripComments(text))) == 0 {
+			return nil
+		}
+		js, err := yaml.YAMLToJSON(text)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", file, start, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return fmt.Errorf("%s:%d: %w", file, start, err)
+		}
+		docs = append(docs, Document{File: file, Line: start, JSON: js, Object: u})
+		return nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for sc.Scan() {
+		text := sc.Text()
+		if strings.HasPrefix(text, "---") && strings.TrimSpace(strings.TrimPrefix(text, "---")) == "" {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			line++
+			start = line
+			continue
+		}
+		if cur.Len() == 0 && strings.TrimSpace(text) == "" {
+			start = line + 1
+		}
+		cur.WriteString(text)
+		cur.WriteByte('\n')
+		line++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return docs, nil
+}
+
+func stripComments(b []byte) []byte {
+	var out bytes.Buffer
+	for l := range bytes.SplitSeq(b, []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
+			out.Write(l)
+			out.WriteByte('\n')
+		}
+	}
+	return out.Bytes()
+}
+
+// Inputs are the objects of a stream, sorted by what odh-serving does with
+// them.
+type Inputs struct {
+	Services []*Service
+	Presets  []*preset.Preset
+	// Other objects pass through untouched.
+	Other []Document
+}
+
+// Service is a decoded service and where it came from.
+type Service struct {
+	Where   string
+	Service *v1alpha2.LLMInferenceService
+}
+
+// Decode reads a stream and decodes the services and presets in it,
+// strictly and in either served version.
+func Decode(file string, data []byte) (*Inputs, error) {
+	docs, err := Split(file, data)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inputs{}
+	var errs []error
+	for _, d := range docs {
+		gvk := d.Object.GroupVersionKind()
+		if gvk.Group != v1alpha2.GroupVersion.Group {
+			in.Other = append(in.Other, d)
+			continue
+		}
+		switch gvk.Kind {
+		case "LLMInferenceService":
+			svc, err := decodeService(&d)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			in.Services = append(in.Services, &Service{Where: d.Where(), Service: svc})
+		case "LLMInferenceServiceConfig":
+			p, err := decodePreset(&d)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			in.Presets = append(in.Presets, p)
+		default:
+			in.Other = append(in.Other, d)
+		}
+	}
+	return in, errors.Join(errs...)
+}
+
+// DecodePresets reads a stream that holds only presets.
+func DecodePresets(file string, data []byte) ([]*preset.Preset, error) {
+	in, err := Decode(file, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range in.Other {
+		return nil, fmt.Errorf("%s: %s %s is not an LLMInferenceServiceConfig", o.Where(), o.Object.GetKind(), o.Object.GetName())
+	}
+	if len(in.Services) > 0 {
+		return nil, fmt.Errorf("%s: an LLMInferenceService is not a preset", in.Services[0].Where)
+	}
+	return in.Presets, nil
+}
+
+func decodeService(d *Document) (*v1alpha2.LLMInferenceService, error) {
+	where := fmt.Sprintf("%s: LLMInferenceService %s", d.Where(), qualified(d.Object))
+	svc := &v1alpha2.LLMInferenceService{}
+	switch d.Object.GetAPIVersion() {
+	case v1alpha2.GroupVersion.String():
+		if errs := validation.DecodeStrict(d.JSON, svc); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+		}
+	case v1alpha1.GroupVersion.String():
+		old := &v1alpha1.LLMInferenceService{}
+		if errs := validation.DecodeStrict(d.JSON, old); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+		}
+		if err := old.ConvertTo(svc); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+	default:
+		return nil, fmt.Errorf("%s: apiVersion %q is not served; use serving.kserve.io/v1alpha1 or v1alpha2", where, d.Object.GetAPIVersion())
+	}
+	return svc, nil
+}
+
+func decodePreset(d *Document) (*preset.Preset, error) {
+	where := fmt.Sprintf("%s: LLMInferenceServiceConfig %s", d.Where(), qualified(d.Object))
+	cfg := &v1alpha2.LLMInferenceServiceConfig{}
+	switch d.Object.GetAPIVersion() {
+	case v1alpha2.GroupVersion.String():
+		if errs := validation.DecodeStrict(d.JSON, cfg); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+		}
+	case v1alpha1.GroupVersion.String():
+		old := &v1alpha1.LLMInferenceServiceConfig{}
+		if errs := validation.DecodeStrict(d.JSON, old); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+		}
+		if err := old.ConvertTo(cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+	default:
+		return nil, fmt.Errorf("%s: apiVersion %q is not served; use serving.kserve.io/v1alpha1 or v1alpha2", where, d.Object.GetAPIVersion())
+	}
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("%s: metadata.name: Required value", where)
+	}
+	if errs := validation.ValidateConfig(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
+	}
+	return &preset.Preset{Name: cfg.Name, Namespace: cfg.Namespace, File: d.Where(), Spec: &cfg.Spec}, nil
+}
+
+func qualified(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetName()
+	}
+	return u.GetNamespace() + "/" + u.GetName()
+}
+
+// WriteYAML writes objects as a YAML stream, one document each.
+func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
+	for i, o := range objs {
+		out, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes objects as one indented v1 List.
+func WriteJSON(w io.Writer, objs []*unstructured.Unstructured) error {
+	items := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		items[i] = o.Object
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+}

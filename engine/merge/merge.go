@@ -1,0 +1,163 @@
+package merge
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/fieldpath"
+)
+
+// Layer is one spec in the merge order, named for messages and provenance.
+type Layer struct {
+	// Name says where the spec comes from: a preset's namespace/name, or
+	// the service itself.
+	Name string
+	Spec *v1alpha2.LLMInferenceServiceSpec
+}
+
+// Provenance maps each field path of the merged spec to the layer that set
+// it last, and lists the fields each layer set.
+type Provenance struct {
+	// Winner is the layer whose value a field has.
+	Winner map[string]string
+	// Set lists, per layer in merge order, the fields it set.
+	Set []LayerFields
+}
+
+// LayerFields is the fields one layer set.
+type LayerFields struct {
+	Layer  string
+	Fields []string
+}
+
+var patchMeta = func() strategicpatch.LookupPatchMeta {
+	meta, err := strategicpatch.NewPatchMetaFromStruct(v1alpha2.LLMInferenceServiceSpec{})
+	if err != nil {
+		panic(fmt.Sprintf("patch metadata of LLMInferenceServiceSpec: %v", err)) // a programming error, found by every test
+	}
+	return meta
+}()
+
+// Specs merges the layers left to right, later layers winning, and returns
+// the merged spec with its provenance.
+func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, error) {
+	prov := &Provenance{Winner: map[string]string{}}
+	merged := []byte("{}")
+	for _, l := range layers {
+		if l.Spec == nil {
+			prov.Set = append(prov.Set, LayerFields{Layer: l.Name})
+			continue
+		}
+		patch, err := patchOf(l.Spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
+		}
+		merged, err = strategicpatch.StrategicMergePatchUsingLookupPatchMeta(merged, patch, patchMeta)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
+		}
+		fields, err := setFields(l.Spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
+		}
+		prov.Set = append(prov.Set, LayerFields{Layer: l.Name, Fields: fields})
+		for _, f := range fields {
+			prov.Winner[f] = l.Name
+		}
+	}
+	out := &v1alpha2.LLMInferenceServiceSpec{}
+	if err := json.Unmarshal(merged, out); err != nil {
+		return nil, nil, fmt.Errorf("decode merged spec: %w", err)
+	}
+	return out, prov, nil
+}
+
+// patchOf turns a layer into a strategic merge patch that sets only what
+// the layer sets: nulls are dropped so they cannot delete, and the two-way
+// diff against an empty spec adds the list-order directives.
+func patchOf(spec *v1alpha2.LLMInferenceServiceSpec) ([]byte, error) {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(data, &tree); err != nil {
+		return nil, err
+	}
+	dropNulls(tree)
+	clean, err := json.Marshal(tree)
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatchUsingLookupPatchMeta([]byte("{}"), clean, patchMeta)
+}
+
+func dropNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range t {
+			dropNulls(e)
+		}
+	}
+}
+
+// setFields lists the leaf fields a layer sets.
+func setFields(spec *v1alpha2.LLMInferenceServiceSpec) ([]string, error) {
+	var fields []string
+	err := fieldpath.Walk("spec", spec, fieldpath.Fields, func(path string, _ reflect.Value, _ func(reflect.Value)) error {
+		fields = append(fields, path)
+		return nil
+	})
+	return fields, err
+}
+
+// Origin returns the layer that set path, or that set the nearest enclosing
+// field that was set whole (an item of a list replaced whole).
+func (p *Provenance) Origin(path string) string {
+	for cur := path; cur != ""; cur = parent(cur) {
+		if l, ok := p.Winner[cur]; ok {
+			return l
+		}
+	}
+	return ""
+}
+
+// parent strips the last segment of a path: a[1].b -> a[1] -> a.
+func parent(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		switch path[i] {
+		case '.':
+			return path[:i]
+		case '[':
+			return path[:i]
+		case ']':
+			// skip to the matching '['
+			depth := 0
+			for j := i; j >= 0; j-- {
+				switch path[j] {
+				case ']':
+					depth++
+				case '[':
+					depth--
+					if depth == 0 {
+						return path[:j]
+					}
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}

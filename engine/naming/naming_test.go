@@ -1,0 +1,75 @@
+package naming_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/engine/naming"
+)
+
+func TestChildName(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	tests := map[string]struct {
+		parent, suffix, want string
+	}{
+		"short":       {"llama", "-inference-pool", "llama-inference-pool"},
+		"exact limit": {strings.Repeat("b", 48), "-inference-pool", strings.Repeat("b", 48) + "-inference-pool"},
+		// knative's kmeta.ChildName gives this for a 63-character parent.
+		"hashed": {long, "-epp-service", strings.Repeat("a", 19) + "b06521f39153d618550606be297466d5" + "-epp-service"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := naming.ChildName(tc.parent, tc.suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) > naming.MaxLength {
+				t.Errorf("%q is %d characters", got, len(got))
+			}
+			if got != tc.want {
+				t.Errorf("ChildName = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := naming.ChildName(long, strings.Repeat("-x", 16)); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("a 32-character suffix must be an error, got %v", err)
+	}
+}
+
+func TestChildNameIsStableAndDistinct(t *testing.T) {
+	a1, _ := naming.ChildName(strings.Repeat("a", 60)+"one", "-kserve-workload-svc")
+	a2, _ := naming.ChildName(strings.Repeat("a", 60)+"one", "-kserve-workload-svc")
+	b, _ := naming.ChildName(strings.Repeat("a", 60)+"two", "-kserve-workload-svc")
+	if a1 != a2 || a1 == b {
+		t.Errorf("names must be stable and distinct: %q %q %q", a1, a2, b)
+	}
+}
+
+func TestSafeChildName(t *testing.T) {
+	tests := map[string]struct {
+		parent, suffix string
+		hashed         bool
+	}{
+		"short":               {"llama", "-kserve", false},
+		"exact budget":        {strings.Repeat("c", 36), "-kserve", false},
+		"long":                {strings.Repeat("d", 63), "-kserve", true},
+		"long prefill suffix": {strings.Repeat("e", 63), "-kserve-mn-prefill", true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := naming.SafeChildName(tc.parent, tc.suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) > naming.WorkloadBudget || !strings.HasSuffix(got, tc.suffix) {
+				t.Errorf("%q: want at most %d characters ending in %q", got, naming.WorkloadBudget, tc.suffix)
+			}
+			if hashed := got != tc.parent+tc.suffix; hashed != tc.hashed {
+				t.Errorf("%q: hashed = %v, want %v", got, hashed, tc.hashed)
+			}
+		})
+	}
+	if _, err := naming.SafeChildName(strings.Repeat("x", 40), strings.Repeat("s", 36)); err == nil {
+		t.Error("a 36-character suffix must be an error")
+	}
+}

@@ -1,0 +1,15 @@
+// Package template evaluates the Go templates in a merged spec.
+//
+// Every string field of the spec may hold a text/template. Each is evaluated
+// on its own, in place, on the decoded spec: a quote or a newline in a value
+// cannot break anything, unlike evaluating the serialized document.
+//
+// The data is the merged service: .ObjectMeta, .Spec (after every preset
+// and baseRef is merged, so parallelism that comes from a baseRef reaches
+// the vLLM arguments) and .GlobalConfig. A missing map key is an error, and
+// so is a nil pointer on the path (.Spec.Parallelism.Data when parallelism is
+// unset); fieldOr reads such a path nil-safely with a default.
+//
+// The functions are sprig's TxtFuncMap without env and expandenv, plus
+// ChildName, SafeChildName, fieldOr, toYaml and indent-friendly helpers.
+package template

@@ -1,0 +1,212 @@
+package template
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/fieldpath"
+	"github.com/opendatahub-io/odh-serving/engine/naming"
+)
+
+// GlobalConfig is platform configuration templates may read.
+type GlobalConfig struct {
+	// SystemNamespace is where odh-serving and the shared presets live.
+	SystemNamespace string
+	// IngressGatewayName and IngressGatewayNamespace name the Gateway a
+	// managed route attaches to.
+	IngressGatewayName      string
+	IngressGatewayNamespace string
+}
+
+// Data is what a template sees.
+type Data struct {
+	ObjectMeta   metav1.ObjectMeta
+	Spec         v1alpha2.LLMInferenceServiceSpec
+	GlobalConfig GlobalConfig
+}
+
+// Error is a template that failed, with where it was.
+type Error struct {
+	// Path is the field the template is in.
+	Path string
+	// Origin is the layer (preset or service) that set the field.
+	Origin string
+	// Text is the template.
+	Text string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	from := ""
+	if e.Origin != "" {
+		from = " (set by " + e.Origin + ")"
+	}
+	return fmt.Sprintf("template in %s%s: %q: %v", e.Path, from, e.Text, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Evaluate replaces every template in spec with its result. origin names the
+// layer that set a path, for error messages; it may be nil. Every failing
+// template is reported, not only the first.
+func Evaluate(spec *v1alpha2.LLMInferenceServiceSpec, data *Data, origin func(path string) string) error {
+	var errs []error
+	err := fieldpath.Walk("spec", spec, fieldpath.Strings, func(path string, v reflect.Value, set func(reflect.Value)) error {
+		if v.Kind() != reflect.String || !strings.Contains(v.String(), "{{") {
+			return nil
+		}
+		text := v.String()
+		out, err := Execute(text, data)
+		if err != nil {
+			e := &Error{Path: path, Text: text, Err: err}
+			if origin != nil {
+				e.Origin = origin(path)
+			}
+			errs = append(errs, e)
+			return nil
+		}
+		set(reflect.ValueOf(out).Convert(v.Type()))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// Execute evaluates one template text against data.
+func Execute(text string, data *Data) (string, error) {
+	t, err := parse(text)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", errors.New(clean(err.Error()))
+	}
+	return buf.String(), nil
+}
+
+// Parsed templates are cached by their text: presets repeat the same few
+// texts for every service. The cache is bounded so user strings cannot grow
+// it without end.
+var (
+	cacheMu sync.RWMutex
+	cache   = map[string]*template.Template{}
+)
+
+const cacheLimit = 4096
+
+func parse(text string) (*template.Template, error) {
+	cacheMu.RLock()
+	t, ok := cache[text]
+	cacheMu.RUnlock()
+	if ok {
+		return t, nil
+	}
+	t, err := template.New("field").Option("missingkey=error").Funcs(funcs).Parse(text)
+	if err != nil {
+		return nil, errors.New(clean(err.Error()))
+	}
+	cacheMu.Lock()
+	if len(cache) < cacheLimit {
+		cache[text] = t
+	}
+	cacheMu.Unlock()
+	return t, nil
+}
+
+// clean drops the internal template name from text/template's messages:
+// "template: field:1:3: executing \"field\" at <.X>: ..." -> "1:3: at <.X>: ...".
+func clean(msg string) string {
+	msg = strings.TrimPrefix(msg, "template: field:")
+	return strings.Replace(msg, `executing "field" `, "", 1)
+}
+
+// funcs are sprig's text functions without env and expandenv (a preset must
+// not read the renderer's environment), plus odh-serving's own.
+var funcs = func() template.FuncMap {
+	f := sprig.TxtFuncMap()
+	delete(f, "env")
+	delete(f, "expandenv")
+	f["ChildName"] = naming.ChildName
+	f["SafeChildName"] = naming.SafeChildName
+	f["fieldOr"] = fieldOr
+	f["toYaml"] = toYAML
+	return f
+}()
+
+// fieldOr reads a dotted path of JSON field names from obj and returns def
+// when any step is nil or unset: {{ .Spec | fieldOr "parallelism.data" 1 }}.
+func fieldOr(path string, def, obj any) (any, error) {
+	v := reflect.ValueOf(obj)
+	for _, name := range strings.Split(path, ".") {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return def, nil
+			}
+			v = v.Elem()
+		}
+		switch v.Kind() {
+		case reflect.Struct:
+			f, ok := structField(v, name)
+			if !ok {
+				return nil, fmt.Errorf("fieldOr %q: %s has no field %q", path, v.Type(), name)
+			}
+			v = f
+		case reflect.Map:
+			v = v.MapIndex(reflect.ValueOf(name))
+			if !v.IsValid() {
+				return def, nil
+			}
+		default:
+			return nil, fmt.Errorf("fieldOr %q: cannot read %q from a %s", path, name, v.Kind())
+		}
+	}
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return def, nil
+		}
+		v = v.Elem()
+	}
+	if v.IsZero() {
+		return def, nil
+	}
+	return v.Interface(), nil
+}
+
+// structField finds a field by JSON name, looking through inlined structs.
+func structField(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+			return v.Field(i), true
+		}
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if fv, ok := structField(v.Field(i), name); ok {
+				return fv, true
+			}
+		}
+	}
+	return reflect.Value{}, false
+}
+
+func toYAML(v any) (string, error) {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(out), "\n"), nil
+}

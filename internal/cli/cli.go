@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are where a command reads and writes.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Main runs the command line with args and returns the exit code.
+func Main(args []string, s Streams) int {
+	root := newRoot(s)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(s.Err, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newRoot(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "odh-serving",
+		Short:         "Run LLMs on Kubernetes with the Gateway API Inference Extension",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(newRender(s))
+	return root
+}

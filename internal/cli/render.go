@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+type renderFlags struct {
+	files           []string
+	presetDirs      []string
+	systemNamespace string
+	namespace       string
+	prefix          string
+	phase           string
+	output          string
+	explain         bool
+}
+
+func newRender(s Streams) *cobra.Command {
+	f := &renderFlags{}
+	cmd := &cobra.Command{
+		Use:   "render -f SERVICE.yaml [-f MORE.yaml]",
+		Short: "Render LLMInferenceServices into the Kubernetes objects that run them, offline",
+		Long: `render reads LLMInferenceService objects (and any LLMInferenceServiceConfig
+presets beside them) and prints the child objects odh-serving would create:
+workloads, Services, the scheduler, InferencePools and the HTTPRoute.
+
+Presets come from the ones built in, from --presets folders and from the
+input files; a preset given by you replaces a built-in one of the same name
+and namespace. Manifests go to stdout, diagnostics to stderr; on any error
+nothing is written to stdout.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error { return runRender(s, f) },
+	}
+	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "input file, multi-document YAML or JSON; - reads stdin (repeatable)")
+	cmd.Flags().StringArrayVar(&f.presetDirs, "presets", nil, "folder of preset YAML files, searched recursively (repeatable)")
+	cmd.Flags().StringVar(&f.systemNamespace, "system-namespace", engine.DefaultSystemNamespace, "namespace of the shared presets")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace for services that name none")
+	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
+	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().BoolVar(&f.explain, "explain", false, "print to stderr which presets applied and which one set each field")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func runRender(s Streams, f *renderFlags) error {
+	phase, err := build.ParsePhase(f.phase)
+	if err != nil {
+		return err
+	}
+	if f.output != "yaml" && f.output != "json" {
+		return fmt.Errorf("unknown output format %q: want yaml or json", f.output)
+	}
+	var services []*manifest.Service
+	var userPresets []*preset.Preset
+	var errs []error
+	for _, file := range f.files {
+		data, name, err := readInput(s.In, file)
+		if err != nil {
+			return err
+		}
+		in, err := manifest.Decode(name, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		services = append(services, in.Services...)
+		userPresets = append(userPresets, in.Presets...)
+		for _, o := range in.Other {
+			errs = append(errs, fmt.Errorf("%s: %s %s is neither an LLMInferenceService nor an LLMInferenceServiceConfig", o.Where(), o.Object.GetKind(), o.Object.GetName()))
+		}
+	}
+	for _, dir := range f.presetDirs {
+		ps, err := loadPresetDir(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		userPresets = append(userPresets, ps...)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if len(services) == 0 {
+		return errors.New("the input holds no LLMInferenceService")
+	}
+	catalog, err := newCatalog(f.systemNamespace, f.prefix, userPresets)
+	if err != nil {
+		return err
+	}
+	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase}
+	var objs []*unstructured.Unstructured
+	for _, in := range services {
+		svc := in.Service
+		if svc.Namespace == "" {
+			svc.Namespace = f.namespace
+		}
+		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
+			continue
+		}
+		objs = append(objs, res.Objects...)
+		if f.explain {
+			explain(s.Err, svc.Namespace+"/"+svc.Name, &res.Explanation)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var buf bytes.Buffer
+	if f.output == "json" {
+		err = manifest.WriteJSON(&buf, objs)
+	} else {
+		err = manifest.WriteYAML(&buf, objs)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.Out.Write(buf.Bytes())
+	return err
+}
+
+func readInput(stdin io.Reader, file string) ([]byte, string, error) {
+	if file == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, "", fmt.Errorf("read stdin: %w", err)
+		}
+		return data, "<stdin>", nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("read input: %w", err)
+	}
+	return data, file, nil
+}
+
+func loadPresetDir(dir string) ([]*preset.Preset, error) {
+	var out []*preset.Preset
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || (!strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml")) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		ps, err := manifest.DecodePresets(path, data)
+		if err != nil {
+			return err
+		}
+		out = append(out, ps...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read presets from %s: %w", dir, err)
+	}
+	return out, nil
+}
+
+// newCatalog puts the user's presets over the built-in ones: a user preset
+// with the namespace and name of a built-in one replaces it.
+func newCatalog(systemNamespace, prefix string, user []*preset.Preset) (*preset.Catalog, error) {
+	builtin, err := presets.Load(systemNamespace, prefix)
+	if err != nil {
+		return nil, err
+	}
+	replaced := map[string]bool{}
+	for _, p := range user {
+		ns := p.Namespace
+		if ns == "" {
+			ns = systemNamespace
+		}
+		replaced[ns+"/"+p.Name] = true
+	}
+	all := slices.DeleteFunc(builtin, func(p *preset.Preset) bool { return replaced[p.Namespace+"/"+p.Name] })
+	return preset.NewCatalog(systemNamespace, append(all, user...))
+}
+
+func explain(w io.Writer, name string, e *engine.Explanation) {
+	fmt.Fprintf(w, "# %s: layers, first to last (the last one wins)\n", name)
+	for i, l := range e.Layers {
+		fmt.Fprintf(w, "#  %d. %-10s %s (%d fields)\n", i+1, l.Why, l.Name, len(l.Fields))
+	}
+	fmt.Fprintf(w, "# %s: the layer each field comes from\n", name)
+	fields := make([]string, 0, len(e.Winners))
+	for f := range e.Winners {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	for _, f := range fields {
+		fmt.Fprintf(w, "#  %s <- %s\n", f, e.Winners[f])
+	}
+}

@@ -1,0 +1,47 @@
+package presets
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+)
+
+//go:embed */preset.yaml
+var files embed.FS
+
+// FS is the embedded preset tree: <name>/preset.yaml.
+func FS() fs.FS { return files }
+
+// Load returns the embedded presets in namespace, named prefix+name.
+func Load(namespace, prefix string) ([]*preset.Preset, error) {
+	return LoadFS(files, namespace, prefix)
+}
+
+// LoadFS reads <name>/preset.yaml files from fsys.
+func LoadFS(fsys fs.FS, namespace, prefix string) ([]*preset.Preset, error) {
+	matches, err := fs.Glob(fsys, "*/preset.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list presets: %w", err)
+	}
+	var out []*preset.Preset
+	for _, file := range matches {
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("read preset %s: %w", file, err)
+		}
+		ps, err := manifest.DecodePresets(path.Join("presets", file), data)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			p.Name = prefix + p.Name
+			p.Namespace = namespace
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
