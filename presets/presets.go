@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
 //go:embed */preset.yaml

@@ -45,10 +45,17 @@ func ValidateConfig(cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
 	return errs
 }
 
-// ValidateMergedSpec checks a spec after every preset is merged into it, with
-// every rule.
+// ValidateMergedSpec checks a spec after every preset is merged into it: the
+// workload rules, now all of them. The router rules are about what a user
+// wrote in one object and were checked there; after the merge, gateway.refs
+// replace the route preset's parentRefs and route refs win over a route spec.
 func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList {
-	return validateSpec(spec, field.NewPath("spec"), true)
+	path := field.NewPath("spec")
+	errs := validateWorkload(&spec.WorkloadSpec, path, true)
+	if spec.Prefill != nil {
+		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), true)...)
+	}
+	return errs
 }
 
 // validateSpec applies the rules to one spec. complete says that no preset

@@ -11,6 +11,8 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 func svc(spec v1alpha2.LLMInferenceServiceSpec) *v1alpha2.LLMInferenceService {
@@ -127,6 +129,14 @@ func TestValidateConfig(t *testing.T) {
 	cfg.Spec.BaseRefs = []corev1.LocalObjectReference{{Name: "other"}}
 	assertErrors(t, validation.ValidateConfig(cfg).ToAggregate(), []string{"spec.baseRefs: Forbidden: an LLMInferenceServiceConfig may not reference other configs"})
 	assertErrors(t, validation.ValidateMergedSpec(&cfg.Spec).ToAggregate(), []string{"spec.parallelism: Required value: a worker needs"})
+
+	merged := &v1alpha2.LLMInferenceServiceSpec{Router: &v1alpha2.RouterSpec{
+		Route: &v1alpha2.GatewayRoutesSpec{HTTP: &v1alpha2.HTTPRouteSpec{Spec: &gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "from-preset"}}},
+		}}},
+		Gateway: &v1alpha2.GatewaySpec{Refs: []v1alpha2.GatewayObjectReference{{UntypedObjectReference: v1alpha2.UntypedObjectReference{Name: "mine"}}}},
+	}}
+	assertErrors(t, validation.ValidateMergedSpec(merged).ToAggregate(), nil) // the user's gateway.refs replace the preset's parentRefs
 }
 
 func TestDecodeStrictNamesFieldPaths(t *testing.T) {

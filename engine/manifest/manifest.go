@@ -66,8 +66,11 @@ func Split(file string, data []byte) ([]Document, error) {
 			start = line
 			continue
 		}
-		if cur.Len() == 0 && strings.TrimSpace(text) == "" {
-			start = line + 1
+		if cur.Len() == 0 || len(bytes.TrimSpace(stripComments(cur.Bytes()))) == 0 {
+			// The document starts at its first line of content.
+			if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "#") {
+				start = line + 1
+			}
 		}
 		cur.WriteString(text)
 		cur.WriteByte('\n')

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/opendatahub-io/odh-serving/engine/naming"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 func TestChildName(t *testing.T) {

@@ -143,6 +143,7 @@ var funcs = func() template.FuncMap {
 	f["SafeChildName"] = naming.SafeChildName
 	f["fieldOr"] = fieldOr
 	f["toYaml"] = toYAML
+	f["deref"] = deref
 	return f
 }()
 
@@ -209,4 +210,21 @@ func toYAML(v any) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(string(out), "\n"), nil
+}
+
+// deref follows pointers, so {{ .Spec.Model.Name | deref | squote }} quotes
+// the name and not its address: sprig's functions format pointers as
+// addresses, although text/template prints what they point to.
+func deref(v any) any {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return ""
+		}
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() {
+		return ""
+	}
+	return rv.Interface()
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 func review(t *testing.T, desired string, objects ...string) *apiextensionsv1.ConversionResponse {

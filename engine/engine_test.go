@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// caseOptions are a golden case's render options (options.yaml).
+type caseOptions struct {
+	Phase string `json:"phase"`
+}
+
+// renderCase renders every service in testdata/<name>/input.yaml with the
+// shipped presets and the presets in the input, as the CLI does.
+func renderCase(t *testing.T, dir string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := manifest.Decode(filepath.Join(dir, "input.yaml"), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts caseOptions
+	if raw, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+		if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	catalog := testCatalog(t, in.Presets)
+	eopts := engine.Options{}
+	if opts.Phase != "" {
+		eopts.Phase = build.Phase(opts.Phase)
+	}
+	var out bytes.Buffer
+	for _, s := range in.Services {
+		res, err := engine.Render(t.Context(), s.Service, catalog, eopts)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Where, err)
+		}
+		if err := manifest.WriteYAML(&out, res.Objects); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+func testCatalog(t *testing.T, extra []*preset.Preset) *preset.Catalog {
+	t.Helper()
+	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(builtin, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestGolden renders each case under testdata/ and compares the output with
+// its expected.yaml. Each case is rendered twice: the bytes must match.
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/*/input.yaml")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, in := range dirs {
+		dir := filepath.Dir(in)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			first := renderCase(t, dir)
+			if second := renderCase(t, dir); !bytes.Equal(first, second) {
+				t.Fatal("two renders of the same input differ")
+			}
+			golden.Assert(t, filepath.Join(dir, "expected.yaml"), first)
+		})
+	}
+}
+
+// TestNamesFitForLongServiceNames renders every topology for a 63-character
+// service name and checks every name and label value.
+func TestNamesFitForLongServiceNames(t *testing.T) {
+	out := renderCase(t, "testdata/long-name")
+	docs, err := manifest.Split("long-name", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, d := range docs {
+		kinds[d.Object.GetKind()] = true
+		checkLength(t, d.Object.GetKind()+" name", d.Object.GetName())
+		walkLabels(t, d.Object.Object, d.Object.GetKind()+" "+d.Object.GetName())
+	}
+	for _, k := range []string{"LeaderWorkerSet", "Deployment", "Service", "InferencePool", "HTTPRoute", "ClusterRoleBinding"} {
+		if !kinds[k] {
+			t.Errorf("the long-name case must cover a %s", k)
+		}
+	}
+}
+
+func walkLabels(t *testing.T, v any, where string) {
+	t.Helper()
+	switch m := v.(type) {
+	case map[string]any:
+		for k, e := range m {
+			if k == "labels" || k == "matchLabels" || k == "selector" {
+				if labels, ok := e.(map[string]any); ok {
+					for lk, lv := range labels {
+						if s, ok := lv.(string); ok {
+							checkLength(t, where+" label "+lk, s)
+						}
+					}
+				}
+			}
+			walkLabels(t, e, where)
+		}
+	case []any:
+		for _, e := range m {
+			walkLabels(t, e, where)
+		}
+	}
+}
+
+func checkLength(t *testing.T, what, v string) {
+	t.Helper()
+	if len(v) > 63 {
+		t.Errorf("%s %q is %d characters, over 63", what, v, len(v))
+	}
+	if strings.HasSuffix(what, "LeaderWorkerSet name") && len(v) > 43 {
+		t.Errorf("%s %q leaves no room for LWS suffixes", what, v)
+	}
+}

@@ -1,0 +1,39 @@
+package golden
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/ with the current output")
+
+// Updating reports whether the tests run with -update.
+func Updating() bool { return *update }
+
+// Assert compares got with the file at path, or rewrites the file with
+// -update. Line endings are normalised.
+func Assert(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // golden files are meant to be read
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run `go test -update` to create it): %v", err)
+	}
+	norm := func(b []byte) string { return strings.ReplaceAll(string(b), "\r\n", "\n") }
+	if diff := cmp.Diff(norm(want), norm(got)); diff != "" {
+		t.Errorf("%s differs (-want +got); if the change is intended, run `go test -update` and review the diff:\n%s", path, diff)
+	}
+}
