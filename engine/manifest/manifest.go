@@ -43,7 +43,7 @@ func Split(file string, data []byte) ([]Document, error) {
 		if len(bytes.TrimSpace(stripComments(text))) == 0 {
 			return nil
 		}
-		js, err := yaml.YAMLToJSON(text)
+		js, err := yaml.YAMLToJSONStrict(text)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", file, start, err)
 		}

@@ -1,0 +1,74 @@
+package engine_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// TestBadInput runs each testdata/bad/*.yaml through decoding, preset lookup
+// and rendering, as `odh-serving render` does, and checks that it fails
+// with the message on the file's first line ("# error: ...").
+func TestBadInput(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 30 {
+		t.Fatalf("the bad-input corpus has %d cases; keep at least 30", len(files))
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
+			want, ok := strings.CutPrefix(string(first), "# error: ")
+			if !ok {
+				t.Fatalf("%s must start with '# error: <expected message>'", file)
+			}
+			err = renderAll(t, file, data)
+			if err == nil {
+				t.Fatalf("rendered without error; want %q", want)
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error:\n  %v\nwant it to contain:\n  %s", err, want)
+			}
+		})
+	}
+}
+
+// renderAll decodes a stream and renders every service in it, panicking
+// nowhere: a panic fails the test as a crash.
+func renderAll(t *testing.T, file string, data []byte) error {
+	t.Helper()
+	in, err := manifest.Decode(file, data)
+	if err != nil {
+		return err
+	}
+	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(builtin, in.Presets...))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range in.Services {
+		if _, err := engine.Render(t.Context(), s.Service, catalog, engine.Options{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
