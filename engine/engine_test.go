@@ -24,7 +24,7 @@ type caseOptions struct {
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
 // shipped presets and the presets in the input, as the CLI does.
-func renderCase(t *testing.T, dir string) []byte {
+func renderCase(t testing.TB, dir string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
 	if err != nil {
@@ -58,7 +58,7 @@ func renderCase(t *testing.T, dir string) []byte {
 	return out.Bytes()
 }
 
-func testCatalog(t *testing.T, extra []*preset.Preset) *preset.Catalog {
+func testCatalog(t testing.TB, extra []*preset.Preset) *preset.Catalog {
 	t.Helper()
 	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
 	if err != nil {

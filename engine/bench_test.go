@@ -1,0 +1,36 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+)
+
+// BenchmarkRender renders one service per topology with the shipped
+// presets, decoding and preset loading done beforehand. Run: make bench.
+func BenchmarkRender(b *testing.B) {
+	for _, topology := range []string{"single-node", "prefill-decode", "dp-ep", "pd-dp", "pipeline-parallel"} {
+		b.Run(topology, func(b *testing.B) {
+			file := filepath.Join("testdata", topology, "input.yaml")
+			data, err := os.ReadFile(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in, err := manifest.Decode(file, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			catalog := testCatalog(b, in.Presets)
+			svc := in.Services[0].Service
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := engine.Render(b.Context(), svc, catalog, engine.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package template_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/template"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+)
+
+func data(spec v1alpha2.LLMInferenceServiceSpec) *template.Data {
+	return &template.Data{ObjectMeta: metav1.ObjectMeta{Name: "llama", Namespace: "team"}, Spec: spec}
+}
+
+func TestExecute(t *testing.T) {
+	withDP := v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Parallelism: &v1alpha2.ParallelismSpec{Data: ptr.To[int32](16)}}}
+	withDP.Model.Name = ptr.To(`it's "quoted"`)
+	tests := map[string]struct {
+		text string
+		spec v1alpha2.LLMInferenceServiceSpec
+		want string
+		err  string
+	}{
+		"ChildName":                    {text: "{{ ChildName .ObjectMeta.Name `-epp-service` }}", want: "llama-epp-service"},
+		"pointer prints its value":     {text: "{{ .Spec.Parallelism.Data }}", spec: withDP, want: "16"},
+		"fieldOr reads a set value":    {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, spec: withDP, want: "16"},
+		"fieldOr defaults through nil": {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, want: "1"},
+		"KServe's nil-safe idiom":      {text: "{{ if and .Spec.Parallelism .Spec.Parallelism.Data }}x{{ else }}1{{ end }}", want: "1"},
+		"quotes stay in their field":   {text: "{{ .Spec.Model.Name }}", spec: withDP, want: `it's "quoted"`},
+		"deref for sprig pipelines":    {text: "{{ .Spec.Model.Name | deref | upper }}", spec: withDP, want: `IT'S "QUOTED"`},
+		"nil pointer is an error":      {text: "{{ .Spec.Parallelism.Data }}", err: "nil pointer evaluating *v1alpha2.ParallelismSpec.Data"},
+		"unknown field is an error":    {text: "{{ .Spec.Nope }}", err: "can't evaluate field Nope"},
+		"env is not available":         {text: `{{ env "HOME" }}`, err: `function "env" not defined`},
+		"fieldOr names a bad path":     {text: `{{ .Spec | fieldOr "parallelism.bogus" 1 }}`, spec: withDP, err: `fieldOr "parallelism.bogus": v1alpha2.ParallelismSpec has no field "bogus"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := template.Execute(tc.text, data(tc.spec))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEvaluateNamesFieldAndOrigin(t *testing.T) {
+	spec := &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Template: &corev1.PodSpec{
+		NodeSelector: map[string]string{"pool": "{{ .ObjectMeta.Namespace }}"},
+		Containers:   []corev1.Container{{Name: "main", Args: []string{"ok", "{{ .Spec.Parallelism.Tensor }}"}}},
+	}}}
+	err := template.Evaluate(spec, data(*spec.DeepCopy()), func(string) string { return "team/gpu-preset" })
+	want := `template in spec.template.containers[name=main].args[1] (set by team/gpu-preset): "{{ .Spec.Parallelism.Tensor }}"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want %q", err, want)
+	}
+	if spec.Template.NodeSelector["pool"] != "team" {
+		t.Errorf("templates in maps are evaluated: nodeSelector = %v", spec.Template.NodeSelector)
+	}
+}
