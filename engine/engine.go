@@ -118,14 +118,25 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 		if err != nil {
 			return nil, fmt.Errorf("spec.baseRefs[%d]: %w", i, err)
 		}
-		baseRefs = append(baseRefs, merge.Layer{Name: p.ID(), Spec: p.Spec})
+		layer, err := p.Layer()
+		if err != nil {
+			return nil, err
+		}
+		baseRefs = append(baseRefs, layer)
 		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef"})
 	}
-	self := merge.Layer{Name: "service", Spec: &svc.Spec}
-
-	shape, _, err := merge.Specs(append(slices.Clone(baseRefs), self))
+	compiled, err := merge.Compile(&svc.Spec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	self := merge.Layer{Name: "service", Spec: &svc.Spec, Compiled: compiled}
+
+	// The shape that picks the well-known presets includes the baseRefs.
+	shape := &svc.Spec
+	if len(baseRefs) > 0 {
+		if shape, _, err = merge.Specs(append(slices.Clone(baseRefs), self)); err != nil {
+			return nil, err
+		}
 	}
 	var layers []merge.Layer
 	var wellKnown []Layer
@@ -134,7 +145,11 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 		if err != nil {
 			return nil, fmt.Errorf("well-known preset for this service's shape: %w", err)
 		}
-		layers = append(layers, merge.Layer{Name: p.ID(), Spec: p.Spec})
+		layer, err := p.Layer()
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, layer)
 		wellKnown = append(wellKnown, Layer{Name: p.ID(), Why: "well-known"})
 	}
 	layers = append(append(layers, baseRefs...), self)

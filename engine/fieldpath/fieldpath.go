@@ -4,12 +4,37 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 )
 
-// Visit is called for every leaf with its path, its value and a function
-// that replaces it (values held in maps cannot be set through reflect).
-type Visit func(path string, v reflect.Value, set func(reflect.Value)) error
+// Path is the location of a value. Its text is built only when asked for,
+// since most walked fields are never reported.
+type Path struct {
+	parent *Path
+	seg    string
+	// field says seg is a field name (".seg"), not an index or key ("[seg]").
+	field bool
+}
+
+func (p *Path) String() string {
+	if p.parent == nil {
+		return p.seg
+	}
+	if p.field {
+		return p.parent.String() + "." + p.seg
+	}
+	return p.parent.String() + "[" + p.seg + "]"
+}
+
+func (p *Path) child(name string) *Path { return &Path{parent: p, seg: name, field: true} }
+func (p *Path) key(k string) *Path      { return &Path{parent: p, seg: k} }
+
+// Visit is called for every leaf with its path and value. When the walk
+// started from a pointer the value is settable, and setting it changes the
+// walked object, maps included.
+type Visit func(path *Path, v reflect.Value) error
 
 // Mode says how deep Walk goes.
 type Mode int
@@ -25,8 +50,7 @@ const (
 // Walk visits the leaves of v under the root path. Nil pointers, empty maps
 // and lists, and zero scalars are skipped: they are "not set".
 func Walk(root string, v any, mode Mode, visit Visit) error {
-	rv := reflect.ValueOf(v)
-	return walker{mode, visit}.walk(root, rv, func(nv reflect.Value) { rv.Set(nv) })
+	return walker{mode, visit}.walk(&Path{seg: root}, reflect.ValueOf(v))
 }
 
 type walker struct {
@@ -34,67 +58,127 @@ type walker struct {
 	visit Visit
 }
 
-func (w walker) walk(path string, v reflect.Value, set func(reflect.Value)) error {
+func (w walker) walk(path *Path, v reflect.Value) error {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		e := v.Elem()
-		return w.walk(path, e, func(nv reflect.Value) { e.Set(nv) })
+		return w.walk(path, v.Elem())
 	case reflect.Struct:
 		if opaque(v.Type()) {
-			return w.leaf(path, v, set)
+			return w.leaf(path, v)
 		}
 		return w.walkStruct(path, v)
 	case reflect.Map:
-		keys := v.MapKeys()
-		names := make(map[string]reflect.Value, len(keys))
-		order := make([]string, 0, len(keys))
-		for _, k := range keys {
-			s := fmt.Sprint(k.Interface())
-			names[s] = k
-			order = append(order, s)
-		}
-		slices.Sort(order)
-		for _, s := range order {
-			k := names[s]
-			holder := reflect.New(v.Type().Elem()).Elem()
-			holder.Set(v.MapIndex(k))
-			if err := w.walk(path+"["+s+"]", holder, func(nv reflect.Value) { holder.Set(nv) }); err != nil {
-				return err
-			}
-			v.SetMapIndex(k, holder)
-		}
-		return nil
+		return w.walkMap(path, v)
 	case reflect.Slice:
 		if v.Len() == 0 {
 			return nil
 		}
 		if w.mode == Fields {
-			return w.visit(path, v, set)
+			return w.visit(path, v)
 		}
 		for i := range v.Len() {
-			item := v.Index(i)
-			if err := w.walk(fmt.Sprintf("%s[%d]", path, i), item, func(nv reflect.Value) { item.Set(nv) }); err != nil {
+			if err := w.walk(path.key(strconv.Itoa(i)), v.Index(i)); err != nil {
 				return err
 			}
 		}
 		return nil
 	default:
-		return w.leaf(path, v, set)
+		return w.leaf(path, v)
 	}
 }
 
-func (w walker) leaf(path string, v reflect.Value, set func(reflect.Value)) error {
+func (w walker) leaf(path *Path, v reflect.Value) error {
 	if v.IsZero() {
 		return nil
 	}
-	return w.visit(path, v, set)
+	return w.visit(path, v)
 }
 
-func (w walker) walkStruct(path string, v reflect.Value) error {
-	t := v.Type()
+// walkMap walks entries in key order. Map values cannot be set in place, so
+// each is walked in a settable copy that is written back.
+func (w walker) walkMap(path *Path, v reflect.Value) error {
+	if v.Len() == 0 {
+		return nil
+	}
+	keys := v.MapKeys()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = fmt.Sprint(k.Interface())
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	for _, i := range order {
+		holder := reflect.New(v.Type().Elem()).Elem()
+		holder.Set(v.MapIndex(keys[i]))
+		if err := w.walk(path.key(names[i]), holder); err != nil {
+			return err
+		}
+		if v.CanSet() || v.CanInterface() {
+			v.SetMapIndex(keys[i], holder)
+		}
+	}
+	return nil
+}
+
+func (w walker) walkStruct(path *Path, v reflect.Value) error {
+	for _, f := range structFields(v.Type()) {
+		child := path
+		if !f.inline {
+			child = path.child(f.name)
+		}
+		fv := v.Field(f.index)
+		if f.mergeKey != "" && fv.Kind() == reflect.Slice {
+			if err := w.walkKeyed(child, fv, f.mergeKey); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.walk(child, fv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkKeyed walks a list that merges by key, naming each item by its key.
+func (w walker) walkKeyed(path *Path, v reflect.Value, key string) error {
+	for i := range v.Len() {
+		item := v.Index(i)
+		id := strconv.Itoa(i)
+		if kv, ok := keyField(item, key); ok {
+			id = key + "=" + fmt.Sprint(kv.Interface())
+		}
+		if err := w.walk(path.key(id), item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldInfo is what Walk needs of a struct field, read once per type.
+type fieldInfo struct {
+	index    int
+	name     string
+	inline   bool
+	mergeKey string
+}
+
+var (
+	fieldCache  sync.Map // reflect.Type -> []fieldInfo
+	opaqueCache sync.Map // reflect.Type -> bool
+)
+
+func structFields(t reflect.Type) []fieldInfo {
+	if cached, ok := fieldCache.Load(t); ok {
+		return cached.([]fieldInfo)
+	}
+	var fields []fieldInfo
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -104,41 +188,14 @@ func (w walker) walkStruct(path string, v reflect.Value) error {
 		if name == "-" {
 			continue
 		}
-		child := path
-		if !f.Anonymous || name != "" {
-			if name == "" {
-				name = f.Name
-			}
-			child = path + "." + name
+		info := fieldInfo{index: i, name: name, inline: f.Anonymous && name == "", mergeKey: mergeKey(f)}
+		if info.name == "" {
+			info.name = f.Name
 		}
-		fv := v.Field(i)
-		setField := func(nv reflect.Value) { fv.Set(nv) }
-		if key := mergeKey(f); key != "" && fv.Kind() == reflect.Slice {
-			if err := w.walkKeyed(child, fv, key); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := w.walk(child, fv, setField); err != nil {
-			return err
-		}
+		fields = append(fields, info)
 	}
-	return nil
-}
-
-// walkKeyed walks a list that merges by key, naming each item by its key.
-func (w walker) walkKeyed(path string, v reflect.Value, key string) error {
-	for i := range v.Len() {
-		item := v.Index(i)
-		id := fmt.Sprint(i)
-		if kv, ok := jsonField(item, key); ok {
-			id = key + "=" + fmt.Sprint(kv.Interface())
-		}
-		if err := w.walk(path+"["+id+"]", item, func(nv reflect.Value) { item.Set(nv) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	fieldCache.Store(t, fields)
+	return fields
 }
 
 // mergeKey is the strategic-merge key of a list field, or "" when the list
@@ -150,15 +207,13 @@ func mergeKey(f reflect.StructField) string {
 	return f.Tag.Get("patchMergeKey")
 }
 
-func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
+func keyField(v reflect.Value, name string) (reflect.Value, bool) {
 	if v.Kind() != reflect.Struct {
 		return reflect.Value{}, false
 	}
-	t := v.Type()
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag == name {
-			return v.Field(i), true
+	for _, f := range structFields(v.Type()) {
+		if f.name == name {
+			return v.Field(f.index), true
 		}
 	}
 	return reflect.Value{}, false
@@ -167,13 +222,18 @@ func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
 // opaque reports types that are one value in YAML though they are structs
 // in Go: quantities, int-or-strings, times, durations.
 func opaque(t reflect.Type) bool {
+	if cached, ok := opaqueCache.Load(t); ok {
+		return cached.(bool)
+	}
+	var is bool
 	switch t.PkgPath() + "." + t.Name() {
 	case "k8s.io/apimachinery/pkg/api/resource.Quantity",
 		"k8s.io/apimachinery/pkg/util/intstr.IntOrString",
 		"k8s.io/apimachinery/pkg/apis/meta/v1.Time",
 		"k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime",
 		"k8s.io/apimachinery/pkg/apis/meta/v1.Duration":
-		return true
+		is = true
 	}
-	return false
+	opaqueCache.Store(t, is)
+	return is
 }

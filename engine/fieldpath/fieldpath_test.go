@@ -31,8 +31,8 @@ func sample() *corev1.PodSpec {
 
 func TestWalkFieldsNamesKeyedListsByKey(t *testing.T) {
 	var paths []string
-	err := fieldpath.Walk("spec.template", sample(), fieldpath.Fields, func(p string, _ reflect.Value, _ func(reflect.Value)) error {
-		paths = append(paths, p)
+	err := fieldpath.Walk("spec.template", sample(), fieldpath.Fields, func(p *fieldpath.Path, _ reflect.Value) error {
+		paths = append(paths, p.String())
 		return nil
 	})
 	if err != nil {
@@ -54,9 +54,9 @@ func TestWalkFieldsNamesKeyedListsByKey(t *testing.T) {
 
 func TestWalkStringsReplacesInPlace(t *testing.T) {
 	spec := sample()
-	err := fieldpath.Walk("spec", spec, fieldpath.Strings, func(_ string, v reflect.Value, set func(reflect.Value)) error {
+	err := fieldpath.Walk("spec", spec, fieldpath.Strings, func(_ *fieldpath.Path, v reflect.Value) error {
 		if v.Kind() == reflect.String && strings.HasPrefix(v.String(), "{{") {
-			set(reflect.ValueOf("done"))
+			v.SetString("done")
 		}
 		return nil
 	})

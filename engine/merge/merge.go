@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -17,6 +18,8 @@ type Layer struct {
 	// the service itself.
 	Name string
 	Spec *v1alpha2.LLMInferenceServiceSpec
+	// Compiled, when set, is Spec compiled ahead (see Compile).
+	Compiled *Compiled
 }
 
 // Provenance maps each field path of the merged spec to the layer that set
@@ -42,44 +45,17 @@ var patchMeta = func() strategicpatch.LookupPatchMeta {
 	return meta
 }()
 
-// Specs merges the layers left to right, later layers winning, and returns
-// the merged spec with its provenance.
-func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, error) {
-	prov := &Provenance{Winner: map[string]string{}}
-	merged := []byte("{}")
-	for _, l := range layers {
-		if l.Spec == nil {
-			prov.Set = append(prov.Set, LayerFields{Layer: l.Name})
-			continue
-		}
-		patch, err := patchOf(l.Spec)
-		if err != nil {
-			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
-		}
-		merged, err = strategicpatch.StrategicMergePatchUsingLookupPatchMeta(merged, patch, patchMeta)
-		if err != nil {
-			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
-		}
-		fields, err := setFields(l.Spec)
-		if err != nil {
-			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
-		}
-		prov.Set = append(prov.Set, LayerFields{Layer: l.Name, Fields: fields})
-		for _, f := range fields {
-			prov.Winner[f] = l.Name
-		}
-	}
-	out := &v1alpha2.LLMInferenceServiceSpec{}
-	if err := json.Unmarshal(merged, out); err != nil {
-		return nil, nil, fmt.Errorf("decode merged spec: %w", err)
-	}
-	return out, prov, nil
+// Compiled is a layer turned into a strategic merge patch, with the fields
+// it sets. Compiling a preset once and reusing it keeps renders fast.
+type Compiled struct {
+	patch  map[string]any
+	fields []string
 }
 
-// patchOf turns a layer into a strategic merge patch that sets only what
-// the layer sets: nulls are dropped so they cannot delete, and the two-way
-// diff against an empty spec adds the list-order directives.
-func patchOf(spec *v1alpha2.LLMInferenceServiceSpec) ([]byte, error) {
+// Compile turns a spec into a patch that sets only what the spec sets:
+// nulls are dropped so they cannot delete, and the two-way diff against an
+// empty spec adds the list-order directives.
+func Compile(spec *v1alpha2.LLMInferenceServiceSpec) (*Compiled, error) {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -89,11 +65,56 @@ func patchOf(spec *v1alpha2.LLMInferenceServiceSpec) ([]byte, error) {
 		return nil, err
 	}
 	dropNulls(tree)
-	clean, err := json.Marshal(tree)
+	patch, err := strategicpatch.CreateTwoWayMergeMapPatchUsingLookupPatchMeta(map[string]any{}, tree, patchMeta)
 	if err != nil {
 		return nil, err
 	}
-	return strategicpatch.CreateTwoWayMergePatchUsingLookupPatchMeta([]byte("{}"), clean, patchMeta)
+	fields, err := setFields(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Compiled{patch: patch, fields: fields}, nil
+}
+
+// Specs merges the layers left to right, later layers winning, and returns
+// the merged spec with its provenance. A layer's Compiled form is used when
+// set, and computed from its Spec otherwise.
+func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, error) {
+	prov := &Provenance{Winner: map[string]string{}}
+	merged := map[string]any{}
+	for _, l := range layers {
+		c := l.Compiled
+		if c == nil {
+			if l.Spec == nil {
+				prov.Set = append(prov.Set, LayerFields{Layer: l.Name})
+				continue
+			}
+			var err error
+			if c, err = Compile(l.Spec); err != nil {
+				return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
+			}
+		}
+		// The merge may change the patch it is given; compiled patches are shared.
+		patch := runtime.DeepCopyJSON(c.patch)
+		var err error
+		merged, err = strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(merged, patch, patchMeta)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", l.Name, err)
+		}
+		prov.Set = append(prov.Set, LayerFields{Layer: l.Name, Fields: c.fields})
+		for _, f := range c.fields {
+			prov.Winner[f] = l.Name
+		}
+	}
+	out := &v1alpha2.LLMInferenceServiceSpec{}
+	data, err := json.Marshal(merged)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode merged spec: %w", err)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, nil, fmt.Errorf("decode merged spec: %w", err)
+	}
+	return out, prov, nil
 }
 
 func dropNulls(v any) {
@@ -116,8 +137,8 @@ func dropNulls(v any) {
 // setFields lists the leaf fields a layer sets.
 func setFields(spec *v1alpha2.LLMInferenceServiceSpec) ([]string, error) {
 	var fields []string
-	err := fieldpath.Walk("spec", spec, fieldpath.Fields, func(path string, _ reflect.Value, _ func(reflect.Value)) error {
-		fields = append(fields, path)
+	err := fieldpath.Walk("spec", spec, fieldpath.Fields, func(path *fieldpath.Path, _ reflect.Value) error {
+		fields = append(fields, path.String())
 		return nil
 	})
 	return fields, err

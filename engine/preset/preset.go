@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/merge"
 )
 
 // DefaultPrefix is put before the well-known preset names, as KServe does, so
@@ -43,6 +45,28 @@ type Preset struct {
 	// File is where the preset was read from, when it came from a file.
 	File string
 	Spec *v1alpha2.LLMInferenceServiceSpec
+
+	compileOnce sync.Once
+	compiled    *merge.Compiled
+	compileErr  error
+}
+
+// Compiled is the preset as a merge layer, compiled on first use and shared
+// by every render after it. The Spec must not change once this is called.
+func (p *Preset) Compiled() (*merge.Compiled, error) {
+	p.compileOnce.Do(func() {
+		p.compiled, p.compileErr = merge.Compile(p.Spec)
+		if p.compileErr != nil {
+			p.compileErr = fmt.Errorf("preset %s: %w", p.ID(), p.compileErr)
+		}
+	})
+	return p.compiled, p.compileErr
+}
+
+// Layer is the preset as a merge layer.
+func (p *Preset) Layer() (merge.Layer, error) {
+	c, err := p.Compiled()
+	return merge.Layer{Name: p.ID(), Spec: p.Spec, Compiled: c}, err
 }
 
 // ID names the preset in messages: namespace/name, and the file if known.

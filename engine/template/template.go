@@ -61,21 +61,21 @@ func (e *Error) Unwrap() error { return e.Err }
 // template is reported, not only the first.
 func Evaluate(spec *v1alpha2.LLMInferenceServiceSpec, data *Data, origin func(path string) string) error {
 	var errs []error
-	err := fieldpath.Walk("spec", spec, fieldpath.Strings, func(path string, v reflect.Value, set func(reflect.Value)) error {
+	err := fieldpath.Walk("spec", spec, fieldpath.Strings, func(path *fieldpath.Path, v reflect.Value) error {
 		if v.Kind() != reflect.String || !strings.Contains(v.String(), "{{") {
 			return nil
 		}
 		text := v.String()
 		out, err := Execute(text, data)
 		if err != nil {
-			e := &Error{Path: path, Text: text, Err: err}
+			e := &Error{Path: path.String(), Text: text, Err: err}
 			if origin != nil {
-				e.Origin = origin(path)
+				e.Origin = origin(e.Path)
 			}
 			errs = append(errs, e)
 			return nil
 		}
-		set(reflect.ValueOf(out).Convert(v.Type()))
+		v.SetString(out)
 		return nil
 	})
 	if err != nil {
