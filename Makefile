@@ -23,6 +23,16 @@ help: ## Show this help.
 		/^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
+##@ Main
+
+.PHONY: render-example
+render-example: build ## Render the example services offline (the quick look at what odh-serving makes).
+	$(BIN)/odh-serving render $(addprefix -f ,$(sort $(wildcard examples/*.yaml)))
+
+.PHONY: build
+build: ## Build bin/odh-serving.
+	go build -o $(BIN)/odh-serving ./cmd/odh-serving
+
 ##@ Development
 
 .PHONY: generate
@@ -70,5 +80,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
 	go test ./api/v1alpha1 -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks.
-	go test -run '^$$' -bench . -benchmem ./...
+bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
+	go test -run '^$$' -bench . -benchmem -count 5 ./engine/...
+
+.PHONY: update-golden
+update-golden: ## Rewrite the golden files under testdata/ from the current output; review the diff.
+	go test ./... -update

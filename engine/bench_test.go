@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,5 +33,35 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRenderToYAML adds what the CLI and the post-renderer do after a
+// render: convert to maps and write YAML.
+func BenchmarkRenderToYAML(b *testing.B) {
+	file := filepath.Join("testdata", "prefill-decode", "input.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := manifest.Decode(file, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	catalog := testCatalog(b, in.Presets)
+	svc := in.Services[0].Service
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := engine.Render(b.Context(), svc, catalog, engine.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs, err := res.Unstructured()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := manifest.WriteYAML(io.Discard, objs); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

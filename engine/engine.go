@@ -63,9 +63,11 @@ func (o Options) withDefaults() Options {
 
 // Result is a rendered service.
 type Result struct {
-	// Objects are the children, in apply order: RBAC, Services, workloads,
-	// pools, route; by name within a kind.
-	Objects []*unstructured.Unstructured
+	// Objects are the children as typed objects, in apply order: RBAC,
+	// Services, workloads, pools, route; by name within a kind. They can be
+	// server-side applied as they are; Unstructured gives them as maps for
+	// writing out.
+	Objects []build.Object
 	// Explanation says how the spec was put together.
 	Explanation Explanation
 }
@@ -185,11 +187,8 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 	if err != nil {
 		return nil, err
 	}
-	objs, err := toUnstructured(children)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Objects: objs, Explanation: Explanation{Layers: explained, Winners: prov.Winner}}, nil
+	sortObjects(children)
+	return &Result{Objects: children, Explanation: Explanation{Layers: explained, Winners: prov.Winner}}, nil
 }
 
 // kindOrder is the apply order: what others refer to comes first.
@@ -198,26 +197,32 @@ var kindOrder = []string{
 	"Deployment", "LeaderWorkerSet", "InferencePool", "HTTPRoute",
 }
 
-func toUnstructured(children []build.Object) ([]*unstructured.Unstructured, error) {
-	out := make([]*unstructured.Unstructured, 0, len(children))
-	for _, c := range children {
+func sortObjects(objs []build.Object) {
+	slices.SortStableFunc(objs, func(a, b build.Object) int {
+		ka, kb := a.GetObjectKind().GroupVersionKind(), b.GetObjectKind().GroupVersionKind()
+		if d := slices.Index(kindOrder, ka.Kind) - slices.Index(kindOrder, kb.Kind); d != 0 {
+			return d
+		}
+		if d := strings.Compare(ka.GroupVersion().String(), kb.GroupVersion().String()); d != 0 {
+			return d // inference.networking.k8s.io/v1 before x-k8s.io/v1alpha2
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+}
+
+// Unstructured returns the objects as maps, in the same order, without the
+// empty status and null timestamps typed objects carry.
+func (r *Result) Unstructured() ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(r.Objects))
+	for _, c := range r.Objects {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 		if err != nil {
-			return nil, fmt.Errorf("convert %T %s: %w", c, c.GetName(), err)
+			return nil, fmt.Errorf("convert %s %s: %w", c.GetObjectKind().GroupVersionKind().Kind, c.GetName(), err)
 		}
 		delete(m, "status")
 		dropNullTimestamps(m)
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
-	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int {
-		if d := slices.Index(kindOrder, a.GetKind()) - slices.Index(kindOrder, b.GetKind()); d != 0 {
-			return d
-		}
-		if d := strings.Compare(a.GetAPIVersion(), b.GetAPIVersion()); d != 0 {
-			return d // inference.networking.k8s.io/v1 before x-k8s.io/v1alpha2
-		}
-		return strings.Compare(a.GetName(), b.GetName())
-	})
 	return out, nil
 }
 

@@ -51,7 +51,11 @@ func renderCase(t testing.TB, dir string) []byte {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Where, err)
 		}
-		if err := manifest.WriteYAML(&out, res.Objects); err != nil {
+		objs, err := res.Unstructured()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := manifest.WriteYAML(&out, objs); err != nil {
 			t.Fatal(err)
 		}
 	}

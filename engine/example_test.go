@@ -43,7 +43,12 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	if err := manifest.WriteYAML(os.Stdout, res.Objects); err != nil {
+	objs, err := res.Unstructured()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := manifest.WriteYAML(os.Stdout, objs); err != nil {
 		fmt.Println(err)
 	}
 	// Output:

@@ -107,11 +107,7 @@ func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, erro
 		}
 	}
 	out := &v1alpha2.LLMInferenceServiceSpec{}
-	data, err := json.Marshal(merged)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode merged spec: %w", err)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(merged, out); err != nil {
 		return nil, nil, fmt.Errorf("decode merged spec: %w", err)
 	}
 	return out, prov, nil

@@ -117,7 +117,12 @@ func runRender(s Streams, f *renderFlags) error {
 			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
 			continue
 		}
-		objs = append(objs, res.Objects...)
+		rendered, err := res.Unstructured()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
+			continue
+		}
+		objs = append(objs, rendered...)
 		if f.explain {
 			explain(s.Err, svc.Namespace+"/"+svc.Name, &res.Explanation)
 		}

@@ -22,9 +22,10 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no engine golden outputs found: %v", err)
 	}
+	files = append(files, "../../internal/cli/testdata/examples.yaml")
 	applied := 0
 	for _, file := range files {
-		t.Run(filepath.Base(filepath.Dir(file)), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(file))+"/"+filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,113 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
+)
+
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = cli.Main(args, cli.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestRenderExamples(t *testing.T) {
+	code, out, stderr := run(t, "", "render",
+		"-f", "../../examples/single-node.yaml", "-f", "../../examples/prefill-decode.yaml", "-f", "../../examples/data-parallel.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr must stay empty without --explain: %q", stderr)
+	}
+	golden.Assert(t, "testdata/examples.yaml", []byte(out))
+}
+
+func TestRenderFromStdinAsJSON(t *testing.T) {
+	svc, err := os.ReadFile("../../examples/single-node.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, string(svc), "render", "-f", "-", "-o", "json", "--migration-phase", "retired")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("output is not JSON: %v", err)
+	}
+	pools := 0
+	for _, it := range list.Items {
+		if it["kind"] == "InferencePool" {
+			pools++
+		}
+	}
+	if list.Kind != "List" || pools != 1 {
+		t.Errorf("kind %q with %d pools; the retired phase has only the v1 pool", list.Kind, pools)
+	}
+}
+
+func TestRenderExplainGoesToStderr(t *testing.T) {
+	code, out, stderr := run(t, "", "render", "-f", "../../examples/single-node.yaml", "--explain")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"well-known opendatahub/kserve-config-llm-template (presets/config-llm-template/preset.yaml:",
+		"spec.template.containers[name=main].resources.limits[nvidia.com/gpu] <- service",
+		"spec.template.containers[name=main].image <- opendatahub/kserve-config-llm-template",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--explain output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "<-") {
+		t.Error("the explanation must not reach stdout")
+	}
+}
+
+func TestRenderErrorsWriteNothing(t *testing.T) {
+	tests := map[string]struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		"bad field with its line": {
+			stdin: "# a comment\napiVersion: serving.kserve.io/v1alpha1\nkind: LLMInferenceService\nmetadata: {name: x}\nspec:\n  template: {containers: [{name: main, imagee: v}]}\n",
+			args:  []string{"render", "-f", "-"},
+			want:  "<stdin>:2: LLMInferenceService x: spec.template.containers[0].imagee: Forbidden: unknown field",
+		},
+		"one bad service of two": {
+			stdin: "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: good}\nspec: {}\n---\napiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: bad}\nspec: {model: {uri: ftp://x}}\n",
+			args:  []string{"render", "-f", "-"},
+			want:  `<stdin>:6: render LLMInferenceService default/bad: spec.model.uri "ftp://x": unknown storage scheme "ftp"`,
+		},
+		"unknown phase": {args: []string{"render", "-f", "-", "--migration-phase", "v2"}, want: `unknown migration phase "v2"`},
+		"no service":    {stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"}, want: "<stdin>:1: ConfigMap c is neither an LLMInferenceService nor an LLMInferenceServiceConfig"},
+		"missing file":  {args: []string{"render", "-f", "does-not-exist.yaml"}, want: "read input: open does-not-exist.yaml"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := run(t, tc.stdin, tc.args...)
+			if code == 0 {
+				t.Fatal("exit 0; want an error")
+			}
+			if out != "" {
+				t.Errorf("stdout must be empty on error, got %d bytes", len(out))
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q\nwant %q", stderr, tc.want)
+			}
+		})
+	}
+}
