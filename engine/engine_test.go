@@ -24,53 +24,53 @@ type caseOptions struct {
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
 // shipped presets and the presets in the input, as the CLI does.
-func renderCase(t testing.TB, dir string) []byte {
-	t.Helper()
+func renderCase(tb testing.TB, dir string) []byte {
+	tb.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	in, err := manifest.Decode(filepath.Join(dir, "input.yaml"), data)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var opts caseOptions
 	if raw, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
 		if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	catalog := testCatalog(t, in.Presets)
+	catalog := testCatalog(tb, in.Presets)
 	eopts := engine.Options{}
 	if opts.Phase != "" {
 		eopts.Phase = build.Phase(opts.Phase)
 	}
 	var out bytes.Buffer
 	for _, s := range in.Services {
-		res, err := engine.Render(t.Context(), s.Service, catalog, eopts)
+		res, err := engine.Render(tb.Context(), s.Service, catalog, eopts)
 		if err != nil {
-			t.Fatalf("%s: %v", s.Where, err)
+			tb.Fatalf("%s: %v", s.Where, err)
 		}
 		objs, err := res.Unstructured()
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := manifest.WriteYAML(&out, objs); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	return out.Bytes()
 }
 
-func testCatalog(t testing.TB, extra []*preset.Preset) *preset.Catalog {
-	t.Helper()
+func testCatalog(tb testing.TB, extra []*preset.Preset) *preset.Catalog {
+	tb.Helper()
 	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(builtin, extra...))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return c
 }

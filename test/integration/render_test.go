@@ -39,7 +39,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 					ensureNamespace(t, ns)
 				}
 				obj := d.Object.DeepCopy()
-				err := cp.Client.Patch(t.Context(), obj, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test"), client.ForceOwnership) //nolint:staticcheck // Patch with Apply takes unstructured objects
+				err := cp.Client.Patch(t.Context(), obj, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test"), client.ForceOwnership)
 				if err != nil {
 					t.Errorf("%s: %s %s rejected: %v", d.Where(), d.Object.GetKind(), d.Object.GetName(), err)
 					continue
@@ -62,7 +62,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 			"endpointPickerRef": map[string]any{"name": "epp"},
 		},
 	}}
-	if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil { //nolint:staticcheck // see above
+	if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
 		t.Error("a v1 InferencePool with an empty selector and no endpoint picker port must be rejected")
 	}
 }
