@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
 // BenchmarkRender renders one service per topology with the shipped
@@ -15,17 +17,7 @@ import (
 func BenchmarkRender(b *testing.B) {
 	for _, topology := range []string{"single-node", "prefill-decode", "dp-ep", "pd-dp", "pipeline-parallel"} {
 		b.Run(topology, func(b *testing.B) {
-			file := filepath.Join("testdata", topology, "input.yaml")
-			data, err := os.ReadFile(file)
-			if err != nil {
-				b.Fatal(err)
-			}
-			in, err := manifest.Decode(file, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			catalog := testCatalog(b, in.Presets)
-			svc := in.Services[0].Service
+			svc, catalog := loadCase(b, topology)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := engine.Render(b.Context(), svc, catalog, engine.Options{}); err != nil {
@@ -39,17 +31,7 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkRenderToYAML adds what the CLI and the post-renderer do after a
 // render: convert to maps and write YAML.
 func BenchmarkRenderToYAML(b *testing.B) {
-	file := filepath.Join("testdata", "prefill-decode", "input.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	in, err := manifest.Decode(file, data)
-	if err != nil {
-		b.Fatal(err)
-	}
-	catalog := testCatalog(b, in.Presets)
-	svc := in.Services[0].Service
+	svc, catalog := loadCase(b, "prefill-decode")
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := engine.Render(b.Context(), svc, catalog, engine.Options{})
@@ -64,4 +46,20 @@ func BenchmarkRenderToYAML(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loadCase decodes the first service of a golden case and the catalog it
+// renders with, outside the timed loop.
+func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog) {
+	b.Helper()
+	file := filepath.Join("testdata", name, "input.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := manifest.Decode(file, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in.Services[0].Service, testCatalog(b, in.Presets)
 }

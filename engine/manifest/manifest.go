@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
@@ -163,46 +162,28 @@ func DecodePresets(file string, data []byte) ([]*preset.Preset, error) {
 	return in.Presets, nil
 }
 
+// gvVersion is the version of a serving.kserve.io apiVersion, or the whole
+// apiVersion when it is of another group, so the error names it.
+func gvVersion(apiVersion string) string {
+	if v, ok := strings.CutPrefix(apiVersion, v1alpha2.GroupVersion.Group+"/"); ok {
+		return v
+	}
+	return apiVersion
+}
+
 func decodeService(d *Document) (*v1alpha2.LLMInferenceService, error) {
-	where := fmt.Sprintf("%s: LLMInferenceService %s", d.Where(), qualified(d.Object))
-	svc := &v1alpha2.LLMInferenceService{}
-	switch d.Object.GetAPIVersion() {
-	case v1alpha2.GroupVersion.String():
-		if errs := validation.DecodeStrict(d.JSON, svc); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
-		}
-	case v1alpha1.GroupVersion.String():
-		old := &v1alpha1.LLMInferenceService{}
-		if errs := validation.DecodeStrict(d.JSON, old); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
-		}
-		if err := old.ConvertTo(svc); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-	default:
-		return nil, fmt.Errorf("%s: apiVersion %q is not served; use serving.kserve.io/v1alpha1 or v1alpha2", where, d.Object.GetAPIVersion())
+	svc, errs := validation.DecodeService(gvVersion(d.Object.GetAPIVersion()), d.JSON)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: LLMInferenceService %s: %w", d.Where(), qualified(d.Object), errs.ToAggregate())
 	}
 	return svc, nil
 }
 
 func decodePreset(d *Document) (*preset.Preset, error) {
 	where := fmt.Sprintf("%s: LLMInferenceServiceConfig %s", d.Where(), qualified(d.Object))
-	cfg := &v1alpha2.LLMInferenceServiceConfig{}
-	switch d.Object.GetAPIVersion() {
-	case v1alpha2.GroupVersion.String():
-		if errs := validation.DecodeStrict(d.JSON, cfg); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
-		}
-	case v1alpha1.GroupVersion.String():
-		old := &v1alpha1.LLMInferenceServiceConfig{}
-		if errs := validation.DecodeStrict(d.JSON, old); len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
-		}
-		if err := old.ConvertTo(cfg); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-	default:
-		return nil, fmt.Errorf("%s: apiVersion %q is not served; use serving.kserve.io/v1alpha1 or v1alpha2", where, d.Object.GetAPIVersion())
+	cfg, errs := validation.DecodeConfig(gvVersion(d.Object.GetAPIVersion()), d.JSON)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 	}
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("%s: metadata.name: Required value", where)

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
-	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 )
 
@@ -49,14 +47,14 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 }
 
 func validateService(req admission.Request) field.ErrorList {
-	svc, errs := decodeService(req.Kind.Version, req.Object.Raw)
+	svc, errs := validation.DecodeService(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
 		return errs
 	}
 	if req.Operation == admissionv1.Create {
 		return validation.ValidateService(svc)
 	}
-	old, errs := decodeService(req.Kind.Version, req.OldObject.Raw)
+	old, errs := validation.DecodeService(req.Kind.Version, req.OldObject.Raw)
 	if len(errs) > 0 {
 		// The stored object predates a rule; judge the new one alone.
 		return validation.ValidateService(svc)
@@ -68,12 +66,12 @@ func validateService(req admission.Request) field.ErrorList {
 }
 
 func validateConfig(req admission.Request) field.ErrorList {
-	cfg, errs := decodeConfig(req.Kind.Version, req.Object.Raw)
+	cfg, errs := validation.DecodeConfig(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
 		return errs
 	}
 	if req.Operation == admissionv1.Update {
-		if old, oldErrs := decodeConfig(req.Kind.Version, req.OldObject.Raw); len(oldErrs) == 0 &&
+		if old, oldErrs := validation.DecodeConfig(req.Kind.Version, req.OldObject.Raw); len(oldErrs) == 0 &&
 			unchangedOrDeleting(&cfg.ObjectMeta, old.Spec, cfg.Spec) {
 			return nil
 		}
@@ -86,76 +84,4 @@ func validateConfig(req admission.Request) field.ErrorList {
 // rule existed can still be cleaned up.
 func unchangedOrDeleting(newMeta *metav1.ObjectMeta, oldSpec, newSpec any) bool {
 	return newMeta.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldSpec, newSpec)
-}
-
-func decodeService(version string, raw []byte) (*v1alpha2.LLMInferenceService, field.ErrorList) {
-	switch version {
-	case v1alpha2.GroupVersion.Version:
-		svc := &v1alpha2.LLMInferenceService{}
-		if errs := validation.DecodeStrict(raw, svc); len(errs) > 0 {
-			return nil, errs
-		}
-		return svc, validateHubAnnotations(&svc.ObjectMeta)
-	case v1alpha1.GroupVersion.Version:
-		in := &v1alpha1.LLMInferenceService{}
-		if errs := validation.DecodeStrict(raw, in); len(errs) > 0 {
-			return nil, errs
-		}
-		if errs := validateSpokeAnnotations(&in.ObjectMeta); len(errs) > 0 {
-			return nil, errs
-		}
-		svc := &v1alpha2.LLMInferenceService{}
-		if err := in.ConvertTo(svc); err != nil {
-			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations"), nil, err.Error())}
-		}
-		return svc, nil
-	default:
-		return nil, field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), version, []string{"v1alpha1", "v1alpha2"})}
-	}
-}
-
-func decodeConfig(version string, raw []byte) (*v1alpha2.LLMInferenceServiceConfig, field.ErrorList) {
-	switch version {
-	case v1alpha2.GroupVersion.Version:
-		cfg := &v1alpha2.LLMInferenceServiceConfig{}
-		if errs := validation.DecodeStrict(raw, cfg); len(errs) > 0 {
-			return nil, errs
-		}
-		return cfg, validateHubAnnotations(&cfg.ObjectMeta)
-	case v1alpha1.GroupVersion.Version:
-		in := &v1alpha1.LLMInferenceServiceConfig{}
-		if errs := validation.DecodeStrict(raw, in); len(errs) > 0 {
-			return nil, errs
-		}
-		if errs := validateSpokeAnnotations(&in.ObjectMeta); len(errs) > 0 {
-			return nil, errs
-		}
-		cfg := &v1alpha2.LLMInferenceServiceConfig{}
-		if err := in.ConvertTo(cfg); err != nil {
-			return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations"), nil, err.Error())}
-		}
-		return cfg, nil
-	default:
-		return nil, field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), version, []string{"v1alpha1", "v1alpha2"})}
-	}
-}
-
-// validateSpokeAnnotations keeps the criticality annotation for the stored
-// form: in v1alpha1 the field is the one place criticality lives.
-func validateSpokeAnnotations(meta *metav1.ObjectMeta) field.ErrorList {
-	if _, ok := meta.Annotations[v1alpha1.AnnotationCriticality]; ok {
-		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationCriticality),
-			"in v1alpha1 set spec.model.criticality instead; the annotation is how v1alpha2 stores it")}
-	}
-	return nil
-}
-
-// validateHubAnnotations rejects the conversion stash on a v1alpha2 object,
-// where it has no meaning and would be lost.
-func validateHubAnnotations(meta *metav1.ObjectMeta) field.ErrorList {
-	if _, ok := meta.Annotations[v1alpha1.AnnotationConversionPoolSpec]; ok {
-		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationConversionPoolSpec),
-			"this annotation is written by the v1alpha1 conversion and is not valid on v1alpha2 objects")}
-	}
-	return nil
 }
