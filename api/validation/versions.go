@@ -64,4 +64,3 @@ func decodeVersioned[H interface {
 		return field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), version, []string{"v1alpha1", "v1alpha2"})}
 	}
 }
-
