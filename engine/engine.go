@@ -39,6 +39,9 @@ type Options struct {
 	IngressGatewayNamespace string
 	// StorageInitializerImage downloads hf:// and s3:// models.
 	StorageInitializerImage string
+	// CertMode is where serving certificates come from. Default: self-signed
+	// (by the controller).
+	CertMode build.CertMode
 }
 
 func (o Options) withDefaults() Options {
@@ -183,7 +186,9 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 	if err := template.Evaluate(spec, data, prov.Origin); err != nil {
 		return nil, err
 	}
-	children, err := build.Children(svc, spec, build.Options{Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage})
+	children, err := build.Children(svc, spec, build.Options{
+		Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ import (
 
 // caseOptions are a golden case's render options (options.yaml).
 type caseOptions struct {
-	Phase string `json:"phase"`
+	Phase    string `json:"phase"`
+	CertMode string `json:"certMode"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -45,6 +46,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	if opts.Phase != "" {
 		eopts.Phase = build.Phase(opts.Phase)
 	}
+	eopts.CertMode = build.CertMode(opts.CertMode)
 	var out bytes.Buffer
 	for _, s := range in.Services {
 		res, err := engine.Render(tb.Context(), s.Service, catalog, eopts)

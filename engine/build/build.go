@@ -53,6 +53,37 @@ type Options struct {
 	Phase Phase
 	// StorageInitializerImage downloads hf:// and s3:// models.
 	StorageInitializerImage string
+	// CertMode says where the serving certificates come from.
+	CertMode CertMode
+}
+
+// CertMode is where the workloads' and the endpoint picker's serving
+// certificates come from. Render never makes a key: that would make its
+// output differ on every run.
+type CertMode string
+
+const (
+	// CertSelfSigned: the controller writes the secret the presets mount
+	// (<name>-kserve-self-signed-certs). Nothing is rendered for it.
+	CertSelfSigned CertMode = "self-signed"
+	// CertServiceCA: OpenShift's service CA signs a certificate for each
+	// Service, asked for by an annotation; the endpoint picker gets a
+	// secret of its own, since one secret cannot serve two Services.
+	CertServiceCA CertMode = "service-ca"
+
+	// AnnotationServingCert asks OpenShift's service CA for a certificate.
+	AnnotationServingCert = "service.beta.openshift.io/serving-cert-secret-name"
+	// TLSVolume is the pod volume the presets mount the certificate from.
+	TLSVolume = "tls-certs"
+)
+
+// ParseCertMode checks a certificate mode name.
+func ParseCertMode(s string) (CertMode, error) {
+	switch m := CertMode(s); m {
+	case CertSelfSigned, CertServiceCA:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown certificate mode %q: want self-signed or service-ca", s)
 }
 
 // Labels, annotations and values that name a child's place.
@@ -126,6 +157,7 @@ type names struct {
 	workloadSA, workloadRole, workloadRoleBinding               string
 	multiNodeRole, multiNodeRoleBinding, prefillSA, prefillMNSA string
 	epp, eppService, eppSA, eppRole, eppRoleBinding, eppAuth    string
+	eppTLSSecret                                                string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -165,6 +197,7 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.eppSA, "-epp-sa")
 	child(&n.eppRole, "-epp-role")
 	child(&n.eppRoleBinding, "-epp-rb")
+	child(&n.eppTLSSecret, "-epp-serving-cert")
 	auth, err := naming.ChildName(svc.Namespace, "-"+svc.Name+"-epp-auth-rb")
 	if err != nil {
 		// The suffix carries the service name; hash the whole name instead.

@@ -44,6 +44,13 @@ func (b *builder) scheduler() error {
 		return nil
 	}
 	pod := s.Template.DeepCopy()
+	if b.opts.CertMode == CertServiceCA {
+		for i := range pod.Volumes {
+			if v := &pod.Volumes[i]; v.Name == TLSVolume && v.Secret != nil {
+				v.Secret.SecretName = b.names.eppTLSSecret
+			}
+		}
+	}
 	sa := pod.ServiceAccountName
 	if sa == "" {
 		sa = b.names.eppSA
@@ -75,7 +82,7 @@ func (b *builder) scheduler() error {
 func (b *builder) eppService(pod *corev1.PodSpec) (*corev1.Service, error) {
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: b.meta(b.names.eppService, ComponentScheduler),
+		ObjectMeta: b.servingCert(b.meta(b.names.eppService, ComponentScheduler), b.names.eppTLSSecret),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: b.labels(ComponentScheduler),

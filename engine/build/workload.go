@@ -237,7 +237,7 @@ func (b *builder) workloadService(role string) *corev1.Service {
 	https := "https"
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: b.meta(b.names.workloadService, ComponentWorkload),
+		ObjectMeta: b.servingCert(b.meta(b.names.workloadService, ComponentWorkload), b.names.tlsSecret),
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP,
 			Ports: []corev1.ServicePort{{
@@ -280,4 +280,13 @@ func (b *builder) roleBinding(name, role, sa, component string) *rbacv1.RoleBind
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: b.svc.Namespace}},
 	}
+}
+
+// servingCert asks for a serving certificate in secret for a Service, when
+// the certificate mode is one that is asked for by annotation.
+func (b *builder) servingCert(m metav1.ObjectMeta, secret string) metav1.ObjectMeta {
+	if b.opts.CertMode == CertServiceCA {
+		m.Annotations = map[string]string{AnnotationServingCert: secret}
+	}
+	return m
 }

@@ -28,6 +28,7 @@ type renderFlags struct {
 	namespace       string
 	prefix          string
 	phase           string
+	certMode        string
 	output          string
 	explain         bool
 }
@@ -54,6 +55,7 @@ nothing is written to stdout.`,
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace for services that name none")
 	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
 	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
+	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "where serving certificates come from: self-signed (by the controller) or service-ca (OpenShift)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "print to stderr which presets applied and which one set each field")
 	_ = cmd.MarkFlagRequired("filename")
@@ -62,6 +64,10 @@ nothing is written to stdout.`,
 
 func runRender(s Streams, f *renderFlags) error {
 	phase, err := build.ParsePhase(f.phase)
+	if err != nil {
+		return err
+	}
+	certMode, err := build.ParseCertMode(f.certMode)
 	if err != nil {
 		return err
 	}
@@ -105,7 +111,7 @@ func runRender(s Streams, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase}
+	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
 	var objs []*unstructured.Unstructured
 	for _, in := range services {
 		svc := in.Service
