@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -53,8 +54,7 @@ type Compiled struct {
 }
 
 // Compile turns a spec into a patch that sets only what the spec sets:
-// nulls are dropped so they cannot delete, and the two-way diff against an
-// empty spec adds the list-order directives.
+// nulls are dropped so they cannot delete.
 func Compile(spec *v1alpha2.LLMInferenceServiceSpec) (*Compiled, error) {
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -65,15 +65,16 @@ func Compile(spec *v1alpha2.LLMInferenceServiceSpec) (*Compiled, error) {
 		return nil, err
 	}
 	dropNulls(tree)
-	patch, err := strategicpatch.CreateTwoWayMergeMapPatchUsingLookupPatchMeta(map[string]any{}, tree, patchMeta)
-	if err != nil {
-		return nil, err
-	}
+	// The tree is the patch as it is. A two-way diff would add
+	// $setElementOrder directives that put a layer's new list items before
+	// the ones it inherits; without them inherited items keep their place
+	// and new ones follow, so env vars a later layer adds can refer to
+	// earlier ones with $(NAME).
 	fields, err := setFields(spec)
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{patch: patch, fields: fields}, nil
+	return &Compiled{patch: tree, fields: fields}, nil
 }
 
 // Specs merges the layers left to right, later layers winning, and returns
@@ -96,6 +97,7 @@ func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, erro
 		}
 		// The merge may change the patch it is given; compiled patches are shared.
 		patch := runtime.DeepCopyJSON(c.patch)
+		keepOrder(merged, patch, patchMeta)
 		var err error
 		merged, err = strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(merged, patch, patchMeta)
 		if err != nil {
@@ -111,6 +113,66 @@ func Specs(layers []Layer) (*v1alpha2.LLMInferenceServiceSpec, *Provenance, erro
 		return nil, nil, fmt.Errorf("decode merged spec: %w", err)
 	}
 	return out, prov, nil
+}
+
+// keepOrder adds to patch, for every list merged by key, the order the
+// result must have: the items the merge already has, in their order, then
+// the items the patch adds. Strategic merge would otherwise put the patch's
+// items first, so a service's init container would run before the preset's
+// and its env vars could not refer to the preset's with $(NAME).
+func keepOrder(base, patch map[string]any, meta strategicpatch.LookupPatchMeta) {
+	for key, pv := range patch {
+		switch p := pv.(type) {
+		case []any:
+			childMeta, pm, err := meta.LookupPatchMetadataForSlice(key)
+			if err != nil || !slices.Contains(pm.GetPatchStrategies(), "merge") || pm.GetPatchMergeKey() == "" {
+				continue
+			}
+			mk := pm.GetPatchMergeKey()
+			baseItems, _ := base[key].([]any)
+			var order []any
+			seen := map[any]bool{}
+			add := func(item any) {
+				m, ok := item.(map[string]any)
+				if !ok || m[mk] == nil || seen[m[mk]] {
+					return
+				}
+				seen[m[mk]] = true
+				order = append(order, map[string]any{mk: m[mk]})
+			}
+			for _, item := range baseItems {
+				add(item)
+			}
+			for _, item := range p {
+				add(item)
+				if m, ok := item.(map[string]any); ok {
+					if bm := findByKey(baseItems, mk, m[mk]); bm != nil {
+						keepOrder(bm, m, childMeta)
+					}
+				}
+			}
+			if len(baseItems) > 0 {
+				patch["$setElementOrder/"+key] = order
+			}
+		case map[string]any:
+			childMeta, _, err := meta.LookupPatchMetadataForStruct(key)
+			if err != nil {
+				continue
+			}
+			if bm, ok := base[key].(map[string]any); ok {
+				keepOrder(bm, p, childMeta)
+			}
+		}
+	}
+}
+
+func findByKey(items []any, key string, value any) map[string]any {
+	for _, item := range items {
+		if m, ok := item.(map[string]any); ok && m[key] == value {
+			return m
+		}
+	}
+	return nil
 }
 
 func dropNulls(v any) {

@@ -72,6 +72,16 @@ func TestSpecs(t *testing.T) {
 				}
 			},
 		},
+		"inherited list items keep their place; new ones follow": {
+			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "main", Env: []corev1.EnvVar{{Name: "NEW", Value: "$(HOME)/x"}}})},
+			check: func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
+				t.Helper()
+				want := []corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "INFO"}, {Name: "NEW", Value: "$(HOME)/x"}}
+				if diff := cmp.Diff(want, got.Template.Containers[0].Env); diff != "" {
+					t.Errorf("env (-want +got):\n%s", diff)
+				}
+			},
+		},
 		"zero replicas is a value, nil is not": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Replicas: ptr.To[int32](0)}},
 			check: func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
