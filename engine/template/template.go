@@ -166,7 +166,11 @@ func fieldOr(path string, def, obj any) (any, error) {
 			}
 			v = f
 		case reflect.Map:
-			v = v.MapIndex(reflect.ValueOf(name))
+			key := reflect.ValueOf(name)
+			if !key.Type().ConvertibleTo(v.Type().Key()) {
+				return nil, fmt.Errorf("fieldOr %q: cannot index a %s with %q", path, v.Type(), name)
+			}
+			v = v.MapIndex(key.Convert(v.Type().Key()))
 			if !v.IsValid() {
 				return def, nil
 			}
