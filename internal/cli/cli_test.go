@@ -111,3 +111,25 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderWithPresetDirectory(t *testing.T) {
+	svc := `apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: pinned, namespace: team-a}
+spec:
+  model: {uri: "pvc://models/m"}
+  baseRefs: [{name: team-h100}]
+`
+	code, out, stderr := run(t, svc, "render", "-f", "-", "--presets", "testdata/presets")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "image: registry.example/vllm:platform"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q: the team preset and the replaced system preset must both apply", want)
+		}
+	}
+	if strings.Contains(out, "vllm/vllm-openai") {
+		t.Error("the built-in single-node preset must be replaced by the one from --presets")
+	}
+}
