@@ -42,6 +42,8 @@ type Options struct {
 	// CertMode is where serving certificates come from. Default: self-signed
 	// (by the controller).
 	CertMode build.CertMode
+	// CertIssuer signs certificates in the cert-manager mode.
+	CertIssuer build.CertIssuer
 }
 
 func (o Options) withDefaults() Options {
@@ -187,7 +189,7 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 		return nil, err
 	}
 	children, err := build.Children(svc, spec, build.Options{
-		Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode,
+		Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
 	})
 	if err != nil {
 		return nil, err
@@ -198,7 +200,7 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 
 // kindOrder is the apply order: what others refer to comes first.
 var kindOrder = []string{
-	"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Service",
+	"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Certificate", "Service",
 	"Deployment", "LeaderWorkerSet", "InferencePool", "HTTPRoute",
 }
 

@@ -21,10 +21,21 @@ cp "$GIE/config/crd/bases/inference.networking.k8s.io_inferencepools.yaml" \
 for f in "$GWAPI"/config/crd/standard/*.yaml; do
   grep -q '^kind: CustomResourceDefinition' "$f" && cp "$f" "$OUT/gateway-api/"
 done
+# cert-manager's Certificate and Issuer CRDs, for the cert-manager certificate
+# mode. cert-manager is not a dependency of the Go module, so it is fetched
+# at its pinned version outside it; its CRD files carry Helm-templated label
+# values, which are replaced with a fixed one.
+CERT_MANAGER_VERSION=v1.16.2
+CM=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+mkdir -p "$OUT/cert-manager"
+for f in crd-certificates.yaml crd-issuers.yaml crd-clusterissuers.yaml; do
+  sed "s/'{{[^}]*}}'/cert-manager/" "$CM/deploy/crds/$f" > "$OUT/cert-manager/$f"
+done
 # The bases CRD, not the chart's: the chart's carries a conversion webhook.
 cp "$LWS/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" "$OUT/lws/"
 chmod -R u+w "$OUT"
 {
   echo "# Copied by hack/sync-crds.sh from the modules pinned in go.mod. Do not edit."
   go list -m -f '{{.Path}} {{.Version}}' sigs.k8s.io/gateway-api-inference-extension sigs.k8s.io/gateway-api sigs.k8s.io/lws
+  echo "github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION"
 } > "$OUT/VERSIONS"

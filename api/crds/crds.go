@@ -20,6 +20,9 @@ const (
 	GIE        = "thirdparty/gie"
 	GatewayAPI = "thirdparty/gateway-api"
 	LWS        = "thirdparty/lws"
+	// CertManager holds cert-manager's Certificate and Issuer CRDs, for
+	// tests of the cert-manager certificate mode.
+	CertManager = "thirdparty/cert-manager"
 )
 
 // Load decodes every CRD in the named sets, in a stable order.

@@ -55,6 +55,15 @@ type Options struct {
 	StorageInitializerImage string
 	// CertMode says where the serving certificates come from.
 	CertMode CertMode
+	// CertIssuer signs the certificates in the cert-manager mode.
+	// Default: the ClusterIssuer odh-serving-ca.
+	CertIssuer CertIssuer
+}
+
+// CertIssuer names a cert-manager Issuer or ClusterIssuer.
+type CertIssuer struct {
+	Kind string
+	Name string
 }
 
 // CertMode is where the workloads' and the endpoint picker's serving
@@ -70,6 +79,9 @@ const (
 	// Service, asked for by an annotation; the endpoint picker gets a
 	// secret of its own, since one secret cannot serve two Services.
 	CertServiceCA CertMode = "service-ca"
+	// CertManager: a cert-manager Certificate per Service, with an ECDSA
+	// P-256 key, signed by Options.CertIssuer.
+	CertManager CertMode = "cert-manager"
 
 	// AnnotationServingCert asks OpenShift's service CA for a certificate.
 	AnnotationServingCert = "service.beta.openshift.io/serving-cert-secret-name"
@@ -80,10 +92,10 @@ const (
 // ParseCertMode checks a certificate mode name.
 func ParseCertMode(s string) (CertMode, error) {
 	switch m := CertMode(s); m {
-	case CertSelfSigned, CertServiceCA:
+	case CertSelfSigned, CertServiceCA, CertManager:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown certificate mode %q: want self-signed or service-ca", s)
+	return "", fmt.Errorf("unknown certificate mode %q: want self-signed, service-ca or cert-manager", s)
 }
 
 // Labels, annotations and values that name a child's place.
@@ -158,6 +170,7 @@ type names struct {
 	multiNodeRole, multiNodeRoleBinding, prefillSA, prefillMNSA string
 	epp, eppService, eppSA, eppRole, eppRoleBinding, eppAuth    string
 	eppTLSSecret                                                string
+	workloadCert, eppCert                                       string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -198,6 +211,8 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.eppRole, "-epp-role")
 	child(&n.eppRoleBinding, "-epp-rb")
 	child(&n.eppTLSSecret, "-epp-serving-cert")
+	child(&n.workloadCert, "-kserve-workload-cert")
+	child(&n.eppCert, "-epp-cert")
 	auth, err := naming.ChildName(svc.Namespace, "-"+svc.Name+"-epp-auth-rb")
 	if err != nil {
 		// The suffix carries the service name; hash the whole name instead.

@@ -44,7 +44,7 @@ func (b *builder) scheduler() error {
 		return nil
 	}
 	pod := s.Template.DeepCopy()
-	if b.opts.CertMode == CertServiceCA {
+	if b.opts.CertMode == CertServiceCA || b.opts.CertMode == CertManager {
 		for i := range pod.Volumes {
 			if v := &pod.Volumes[i]; v.Name == TLSVolume && v.Secret != nil {
 				v.Secret.SecretName = b.names.eppTLSSecret
@@ -73,6 +73,7 @@ func (b *builder) scheduler() error {
 		return err
 	}
 	b.add(svc)
+	b.certificate(b.names.eppCert, b.names.eppService, b.names.eppTLSSecret, ComponentScheduler)
 	b.add(b.eppRBAC(sa)...)
 	return nil
 }

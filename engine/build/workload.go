@@ -63,6 +63,7 @@ func (b *builder) workloads() error {
 		}
 	}
 	b.add(b.workloadService(mainRole))
+	b.certificate(b.names.workloadCert, b.names.workloadService, b.names.tlsSecret, ComponentWorkload)
 	return nil
 }
 

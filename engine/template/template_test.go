@@ -26,18 +26,18 @@ func TestExecute(t *testing.T) {
 		want string
 		err  string
 	}{
-		"ChildName":                    {text: "{{ ChildName .ObjectMeta.Name `-epp-service` }}", want: "llama-epp-service"},
-		"pointer prints its value":     {text: "{{ .Spec.Parallelism.Data }}", spec: withDP, want: "16"},
-		"fieldOr reads a set value":    {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, spec: withDP, want: "16"},
-		"fieldOr defaults through nil": {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, want: "1"},
-		"KServe's nil-safe idiom":      {text: "{{ if and .Spec.Parallelism .Spec.Parallelism.Data }}x{{ else }}1{{ end }}", want: "1"},
-		"quotes stay in their field":   {text: "{{ .Spec.Model.Name }}", spec: withDP, want: `it's "quoted"`},
-		"deref for sprig pipelines":    {text: "{{ .Spec.Model.Name | deref | upper }}", spec: withDP, want: `IT'S "QUOTED"`},
+		"ChildName":                       {text: "{{ ChildName .ObjectMeta.Name `-epp-service` }}", want: "llama-epp-service"},
+		"pointer prints its value":        {text: "{{ .Spec.Parallelism.Data }}", spec: withDP, want: "16"},
+		"fieldOr reads a set value":       {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, spec: withDP, want: "16"},
+		"fieldOr defaults through nil":    {text: `{{ .Spec | fieldOr "parallelism.data" 1 }}`, want: "1"},
+		"KServe's nil-safe idiom":         {text: "{{ if and .Spec.Parallelism .Spec.Parallelism.Data }}x{{ else }}1{{ end }}", want: "1"},
+		"quotes stay in their field":      {text: "{{ .Spec.Model.Name }}", spec: withDP, want: `it's "quoted"`},
+		"deref for sprig pipelines":       {text: "{{ .Spec.Model.Name | deref | upper }}", spec: withDP, want: `IT'S "QUOTED"`},
 		"fieldOr through a typed map key": {text: `{{ .Spec | fieldOr "template.overhead.cpu" "none" }}`, spec: v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Template: &corev1.PodSpec{}}}, want: "none"},
-		"nil pointer is an error":      {text: "{{ .Spec.Parallelism.Data }}", err: "nil pointer evaluating *v1alpha2.ParallelismSpec.Data"},
-		"unknown field is an error":    {text: "{{ .Spec.Nope }}", err: "can't evaluate field Nope"},
-		"env is not available":         {text: `{{ env "HOME" }}`, err: `function "env" not defined`},
-		"fieldOr names a bad path":     {text: `{{ .Spec | fieldOr "parallelism.bogus" 1 }}`, spec: withDP, err: `fieldOr "parallelism.bogus": v1alpha2.ParallelismSpec has no field "bogus"`},
+		"nil pointer is an error":         {text: "{{ .Spec.Parallelism.Data }}", err: "nil pointer evaluating *v1alpha2.ParallelismSpec.Data"},
+		"unknown field is an error":       {text: "{{ .Spec.Nope }}", err: "can't evaluate field Nope"},
+		"env is not available":            {text: `{{ env "HOME" }}`, err: `function "env" not defined`},
+		"fieldOr names a bad path":        {text: `{{ .Spec | fieldOr "parallelism.bogus" 1 }}`, spec: withDP, err: `fieldOr "parallelism.bogus": v1alpha2.ParallelismSpec has no field "bogus"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -55,7 +55,7 @@ nothing is written to stdout.`,
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace for services that name none")
 	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
 	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
-	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "where serving certificates come from: self-signed (by the controller) or service-ca (OpenShift)")
+	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager (ClusterIssuer odh-serving-ca)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "print to stderr which presets applied and which one set each field")
 	_ = cmd.MarkFlagRequired("filename")

@@ -69,7 +69,7 @@ func Start() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := crds.Load(crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS)
+	all, err := crds.Load(crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,40 @@
+package build
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// certificate adds, in the cert-manager mode, a Certificate for the Service
+// named service, stored in secret. Keys are ECDSA P-256: cheap to make and
+// as strong as the RSA-4096 keys KServe generated on every reconcile.
+func (b *builder) certificate(name, service, secret, component string) {
+	if b.opts.CertMode != CertManager {
+		return
+	}
+	issuer := b.opts.CertIssuer
+	if issuer.Name == "" {
+		issuer = CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"}
+	}
+	if issuer.Kind == "" {
+		issuer.Kind = "Issuer"
+	}
+	ns := b.svc.Namespace
+	labels := map[string]any{}
+	for k, v := range b.labels(component) {
+		labels[k] = v
+	}
+	b.add(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1",
+		"kind":       "Certificate",
+		"metadata":   map[string]any{"name": name, "namespace": ns, "labels": labels},
+		"spec": map[string]any{
+			"secretName": secret,
+			"dnsNames": []any{
+				service, service + "." + ns, service + "." + ns + ".svc", service + "." + ns + ".svc.cluster.local",
+			},
+			"usages":     []any{"server auth"},
+			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+			"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": issuer.Kind, "name": issuer.Name},
+		},
+	}})
+}
