@@ -72,14 +72,14 @@ type CertIssuer struct {
 type CertMode string
 
 const (
-	// CertSelfSigned: the controller writes the secret the presets mount
+	// CertSelfSigned means the controller writes the secret the presets mount
 	// (<name>-kserve-self-signed-certs). Nothing is rendered for it.
 	CertSelfSigned CertMode = "self-signed"
-	// CertServiceCA: OpenShift's service CA signs a certificate for each
+	// CertServiceCA means OpenShift's service CA signs a certificate for each
 	// Service, asked for by an annotation; the endpoint picker gets a
 	// secret of its own, since one secret cannot serve two Services.
 	CertServiceCA CertMode = "service-ca"
-	// CertManager: a cert-manager Certificate per Service, with an ECDSA
+	// CertManager means a cert-manager Certificate per Service, with an ECDSA
 	// P-256 key, signed by Options.CertIssuer.
 	CertManager CertMode = "cert-manager"
 
