@@ -10,6 +10,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // BenchmarkRender renders one service per topology with the shipped
@@ -17,10 +18,10 @@ import (
 func BenchmarkRender(b *testing.B) {
 	for _, topology := range []string{"single-node", "prefill-decode", "dp-ep", "pd-dp", "pipeline-parallel"} {
 		b.Run(topology, func(b *testing.B) {
-			svc, catalog := loadCase(b, topology)
+			svc, catalog, opts := loadCase(b, topology)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := engine.Render(b.Context(), svc, catalog, engine.Options{}); err != nil {
+				if _, err := engine.Render(b.Context(), svc, catalog, opts); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -31,10 +32,10 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkRenderToYAML adds what the CLI and the post-renderer do after a
 // render: convert to maps and write YAML.
 func BenchmarkRenderToYAML(b *testing.B) {
-	svc, catalog := loadCase(b, "prefill-decode")
+	svc, catalog, opts := loadCase(b, "prefill-decode")
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := engine.Render(b.Context(), svc, catalog, engine.Options{})
+		res, err := engine.Render(b.Context(), svc, catalog, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func BenchmarkRenderToYAML(b *testing.B) {
 
 // loadCase decodes the first service of a golden case and the catalog it
 // renders with, outside the timed loop.
-func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog) {
+func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog, engine.Options) {
 	b.Helper()
 	file := filepath.Join("testdata", name, "input.yaml")
 	data, err := os.ReadFile(file)
@@ -61,5 +62,9 @@ func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset
 	if err != nil {
 		b.Fatal(err)
 	}
-	return in.Services[0].Service, testCatalog(b, in.Presets)
+	images, err := presets.Images()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in.Services[0].Service, testCatalog(b, in.Presets), engine.Options{Images: images}
 }

@@ -39,6 +39,10 @@ type Options struct {
 	IngressGatewayNamespace string
 	// StorageInitializerImage downloads hf:// and s3:// models.
 	StorageInitializerImage string
+	// Images are the container images presets name by key
+	// ({{ .GlobalConfig.Images.vllm }}); the built-in ones are in
+	// presets/images.yaml.
+	Images map[string]string
 	// CertMode is where serving certificates come from. Default: self-signed
 	// (by the controller).
 	CertMode build.CertMode
@@ -183,6 +187,7 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 			SystemNamespace:         opts.SystemNamespace,
 			IngressGatewayName:      opts.IngressGatewayName,
 			IngressGatewayNamespace: opts.IngressGatewayNamespace,
+			Images:                  opts.Images,
 		},
 	}
 	if err := template.Evaluate(spec, data, prov.Origin); err != nil {

@@ -42,7 +42,11 @@ func renderCase(tb testing.TB, dir string) []byte {
 		}
 	}
 	catalog := testCatalog(tb, in.Presets)
-	eopts := engine.Options{}
+	images, err := presets.Images()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eopts := engine.Options{Images: images}
 	if opts.Phase != "" {
 		eopts.Phase = build.Phase(opts.Phase)
 	}

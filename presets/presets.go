@@ -7,10 +7,12 @@ import (
 	"path"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"sigs.k8s.io/yaml"
+
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
-//go:embed */preset.yaml
+//go:embed */preset.yaml images.yaml
 var files embed.FS
 
 // FS is the embedded preset tree: <name>/preset.yaml.
@@ -44,4 +46,18 @@ func LoadFS(fsys fs.FS, namespace, prefix string) ([]*preset.Preset, error) {
 		}
 	}
 	return out, nil
+}
+
+// Images returns the image references the built-in presets name by key,
+// from images.yaml.
+func Images() (map[string]string, error) {
+	data, err := files.ReadFile("images.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("read presets/images.yaml: %w", err)
+	}
+	images := map[string]string{}
+	if err := yaml.UnmarshalStrict(data, &images); err != nil {
+		return nil, fmt.Errorf("presets/images.yaml: %w", err)
+	}
+	return images, nil
 }

@@ -26,6 +26,8 @@ type GlobalConfig struct {
 	// managed route attaches to.
 	IngressGatewayName      string
 	IngressGatewayNamespace string
+	// Images maps image keys to references: {{ .GlobalConfig.Images.vllm }}.
+	Images map[string]string
 }
 
 // Data is what a template sees.

@@ -111,7 +111,11 @@ func runRender(s Streams, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
+	images, err := presets.Images()
+	if err != nil {
+		return err
+	}
+	opts := engine.Options{Images: images, SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
 	var objs []*unstructured.Unstructured
 	for _, in := range services {
 		svc := in.Service
