@@ -15,14 +15,19 @@ import (
 )
 
 // TestIntegrationGoldenOutputsApply applies every object of every engine
-// golden case to the real API server as a server-side dry run, so the real
+// golden case, every preset's expected output and the rendered examples to
+// the real API server as a server-side dry run, so the real
 // CRD schemas (GIE, Gateway API, LWS) and the built-in types judge them.
 func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	files, err := filepath.Glob("../../engine/testdata/*/expected.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no engine golden outputs found: %v", err)
 	}
-	files = append(files, "../../internal/cli/testdata/examples.yaml")
+	presetOutputs, err := filepath.Glob("../../presets/*/expected.yaml")
+	if err != nil || len(presetOutputs) == 0 {
+		t.Fatalf("no preset outputs found: %v", err)
+	}
+	files = append(append(files, presetOutputs...), "../../internal/cli/testdata/examples.yaml")
 	applied := 0
 	for _, file := range files {
 		t.Run(filepath.Base(filepath.Dir(file))+"/"+filepath.Base(file), func(t *testing.T) {
