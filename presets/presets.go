@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
