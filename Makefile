@@ -33,6 +33,10 @@ render-example: build ## Render the example services offline (the quick look at 
 build: ## Build bin/odh-serving.
 	go build -o $(BIN)/odh-serving ./cmd/odh-serving
 
+.PHONY: lint-presets
+lint-presets: build ## Lint every shipped preset: render into sample topologies, check against the real CRD schemas.
+	$(BIN)/odh-serving presets lint --preset-prefix= presets/*/preset.yaml
+
 ##@ Development
 
 .PHONY: generate

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -52,9 +53,40 @@ func ValidateConfig(cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
 func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	errs := validateWorkload(&spec.WorkloadSpec, path, true)
+	errs = append(errs, validatePod(spec.Template, path.Child("template"))...)
+	errs = append(errs, validatePod(spec.Worker, path.Child("worker"))...)
 	if spec.Prefill != nil {
 		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), true)...)
+		errs = append(errs, validatePod(spec.Prefill.Template, path.Child("prefill", "template"))...)
+		errs = append(errs, validatePod(spec.Prefill.Worker, path.Child("prefill", "worker"))...)
 	}
+	if spec.Router != nil && spec.Router.Scheduler != nil {
+		errs = append(errs, validatePod(spec.Router.Scheduler.Template, path.Child("router", "scheduler", "template"))...)
+	}
+	return errs
+}
+
+// validatePod checks what merging by name needs: every container and init
+// container has a name, and no name appears twice.
+func validatePod(pod *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if pod == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	check := func(list []corev1.Container, p *field.Path) {
+		for i, c := range list {
+			switch {
+			case c.Name == "":
+				errs = append(errs, field.Required(p.Index(i).Child("name"), "containers merge by name, so every container needs one"))
+			case seen[c.Name]:
+				errs = append(errs, field.Duplicate(p.Index(i).Child("name"), c.Name))
+			}
+			seen[c.Name] = true
+		}
+	}
+	check(pod.InitContainers, path.Child("initContainers"))
+	check(pod.Containers, path.Child("containers"))
 	return errs
 }
 

@@ -133,3 +133,35 @@ spec:
 		t.Error("the built-in single-node preset must be replaced by the one from --presets")
 	}
 }
+
+func TestPresetsCommands(t *testing.T) {
+	code, out, stderr := run(t, "", "presets", "list", "--presets", "testdata/presets")
+	if code != 0 {
+		t.Fatalf("list: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"kserve-config-llm-template", "built-in", "replaced by testdata/presets/team.yaml:",
+		"team-h100", "team-a",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, stderr = run(t, "", "presets", "show", "kserve-config-llm-scheduler")
+	if code != 0 || !strings.Contains(out, "kind: LLMInferenceServiceConfig") || !strings.Contains(out, "--config-text") {
+		t.Errorf("show: exit %d, stderr %q, output:\n%s", code, stderr, out)
+	}
+	if code, _, stderr = run(t, "", "presets", "show", "nope"); code == 0 || !strings.Contains(stderr, `no preset named "nope"`) {
+		t.Errorf("show of a missing preset: exit %d, stderr %q", code, stderr)
+	}
+
+	code, _, stderr = run(t, "", "presets", "lint", "testdata/presets/team.yaml")
+	if code != 0 || !strings.Contains(stderr, "2 preset(s) ok") {
+		t.Errorf("lint of good presets: exit %d, stderr %q", code, stderr)
+	}
+	code, out, _ = run(t, "", "presets", "lint", "../presetlint/testdata/broken/route-weight.yaml")
+	if code == 0 || !strings.Contains(out, "route-weight.yaml:2: preset config-llm-router-route in a single-node service renders an invalid HTTPRoute") {
+		t.Errorf("lint of a broken preset: exit %d, output %q", code, out)
+	}
+}

@@ -1,0 +1,106 @@
+package presetlint_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/internal/presetlint"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// newLinter lints with the shipped presets under their file names (no
+// prefix), so the shipped files themselves are the well-known presets.
+func newLinter(t *testing.T) *presetlint.Linter {
+	t.Helper()
+	builtin, err := presets.Load(engine.DefaultSystemNamespace, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := crds.NewValidator(defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := ""
+	return &presetlint.Linter{Builtin: builtin, Options: engine.Options{PresetPrefix: &empty, Images: images}, Validator: v}
+}
+
+func lintFile(t *testing.T, l *presetlint.Linter, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := manifest.DecodePresets(file, data)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for _, p := range ps {
+		problems = append(problems, l.Lint(t.Context(), p)...)
+	}
+	return problems
+}
+
+func TestShippedPresetsPass(t *testing.T) {
+	l := newLinter(t)
+	files, err := filepath.Glob("../../presets/*/preset.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped presets: %v", err)
+	}
+	for _, f := range files {
+		if problems := lintFile(t, l, f); len(problems) > 0 {
+			t.Errorf("%s:\n  %s", f, strings.Join(problems, "\n  "))
+		}
+	}
+}
+
+// TestBrokenPresetsFail lints each testdata/broken/*.yaml and expects the
+// message on its first line ("# error: ...").
+func TestBrokenPresetsFail(t *testing.T) {
+	l := newLinter(t)
+	files, err := filepath.Glob("testdata/broken/*.yaml")
+	if err != nil || len(files) < 15 {
+		t.Fatalf("keep at least 15 broken presets, found %d (%v)", len(files), err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
+			want, ok := strings.CutPrefix(string(first), "# error: ")
+			if !ok {
+				t.Fatalf("%s must start with '# error: <expected message>'", f)
+			}
+			problems := lintFile(t, l, f)
+			if len(problems) == 0 {
+				t.Fatalf("lint passed; want %q", want)
+			}
+			all := strings.Join(problems, "\n")
+			if !strings.Contains(all, want) {
+				t.Errorf("problems:\n%s\nwant one containing:\n%s", all, want)
+			}
+			if !strings.HasPrefix(problems[0], f+":") {
+				t.Errorf("problem %q must start with the file and line", problems[0])
+			}
+		})
+	}
+}
+
