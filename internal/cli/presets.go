@@ -200,4 +200,3 @@ func lintPresets(s Streams, f *presetFlags, files []string) error {
 	fmt.Fprintf(s.Err, "%d preset(s) ok\n", count)
 	return nil
 }
-

@@ -103,4 +103,3 @@ func TestBrokenPresetsFail(t *testing.T) {
 		})
 	}
 }
-
