@@ -88,5 +88,5 @@ bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
 	go test -run '^$$' -bench . -benchmem -count 5 ./engine/...
 
 .PHONY: update-golden
-update-golden: ## Rewrite the golden files under testdata/ from the current output; review the diff.
-	go test ./... -update
+update-golden: test-assets ## Rewrite the golden files under testdata/ from the current output; review the diff.
+	KUBEBUILDER_ASSETS=$(ASSETS) go test ./... -update

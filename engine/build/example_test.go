@@ -8,6 +8,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 func ExampleChildren() {

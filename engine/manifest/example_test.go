@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 func ExampleDecode() {
