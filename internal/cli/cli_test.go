@@ -165,3 +165,30 @@ func TestPresetsCommands(t *testing.T) {
 		t.Errorf("lint of a broken preset: exit %d, output %q", code, out)
 	}
 }
+
+func TestPostRender(t *testing.T) {
+	stream := "# Source: chart/templates/svc.yaml\napiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: s}\nspec:\n  baseRefs: [{name: kserve-config-llm-cpu-simulator}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep-me}\n"
+
+	code, out, stderr := run(t, stream, "post-render")
+	if code != 0 || out != stream {
+		t.Errorf("controller mode must pass the stream through untouched: exit %d, stderr %q", code, stderr)
+	}
+
+	code, out, stderr = run(t, stream, "post-render", "--mode", "static", "-n", "rel-ns")
+	if code != 0 {
+		t.Fatalf("static: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"name: keep-me", "kind: LLMInferenceService\n", "name: s-kserve\n  namespace: rel-ns", "kind: Deployment"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("static output lacks %q", want)
+		}
+	}
+
+	code, out, stderr = run(t, stream, "post-render", "--mode", "static")
+	if code == 0 || out != "" || !strings.Contains(stderr, "<stdin>:2: LLMInferenceService s has no namespace; pass the release namespace with --namespace") {
+		t.Errorf("a service without a namespace: exit %d, stdout %d bytes, stderr %q", code, len(out), stderr)
+	}
+	if code, _, stderr = run(t, stream, "post-render", "--mode", "dynamic"); code == 0 || !strings.Contains(stderr, `unknown mode "dynamic"`) {
+		t.Errorf("unknown mode: exit %d, stderr %q", code, stderr)
+	}
+}

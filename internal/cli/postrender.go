@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// Post-render modes.
+const (
+	modeController = "controller"
+	modeStatic     = "static"
+)
+
+type postRenderFlags struct {
+	mode            string
+	namespace       string
+	systemNamespace string
+	prefix          string
+	phase           string
+	certMode        string
+}
+
+func newPostRender(s Streams) *cobra.Command {
+	f := &postRenderFlags{}
+	cmd := &cobra.Command{
+		Use:   "post-render [--mode controller|static]",
+		Short: "Helm post-renderer: expand LLMInferenceServices in the stream on stdin",
+		Long: `post-render reads the stream Helm renders on stdin and writes the result on
+stdout, for helm install/upgrade/template --post-renderer.
+
+In static mode every LLMInferenceService is expanded into its children with
+the same engine as render and the controller. Presets come from the stream
+(the chart's presets and team presets) and from the built-in ones; a preset
+in the stream replaces a built-in one of the same name. Everything in the
+stream stays in the output, followed by the children.
+
+In controller mode the stream passes through untouched: the controller
+expands the services in the cluster.
+
+On any error nothing is written to stdout and the exit code is 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runPostRender(s, f) },
+	}
+	cmd.Flags().StringVar(&f.mode, "mode", modeController, "controller (pass through) or static (expand services)")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace for services that name none (the Helm release namespace)")
+	cmd.Flags().StringVar(&f.systemNamespace, "system-namespace", engine.DefaultSystemNamespace, "namespace of the shared presets")
+	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
+	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
+	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "self-signed, service-ca or cert-manager")
+	return cmd
+}
+
+func runPostRender(s Streams, f *postRenderFlags) error {
+	data, err := io.ReadAll(s.In)
+	if err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	switch f.mode {
+	case modeController:
+		_, err := s.Out.Write(data)
+		return err
+	case modeStatic:
+	default:
+		return fmt.Errorf("unknown mode %q: want controller or static", f.mode)
+	}
+	phase, err := build.ParsePhase(f.phase)
+	if err != nil {
+		return err
+	}
+	certMode, err := build.ParseCertMode(f.certMode)
+	if err != nil {
+		return err
+	}
+	docs, err := manifest.Split("<stdin>", data)
+	if err != nil {
+		return err
+	}
+	in, err := manifest.Decode("<stdin>", data)
+	if err != nil {
+		return err
+	}
+	catalog, err := newCatalog(f.systemNamespace, f.prefix, in.Presets)
+	if err != nil {
+		return err
+	}
+	images, err := presets.Images()
+	if err != nil {
+		return err
+	}
+	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode, Images: images}
+
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, d.Object)
+	}
+	var errs []error
+	for _, svcIn := range in.Services {
+		svc := svcIn.Service
+		if svc.Namespace == "" {
+			if f.namespace == "" {
+				errs = append(errs, fmt.Errorf("%s: LLMInferenceService %s has no namespace; pass the release namespace with --namespace", svcIn.Where, svc.Name))
+				continue
+			}
+			svc.Namespace = f.namespace
+		}
+		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", svcIn.Where, err))
+			continue
+		}
+		children, err := res.Unstructured()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", svcIn.Where, err))
+			continue
+		}
+		out = append(out, children...)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var buf bytes.Buffer
+	if err := manifest.WriteYAML(&buf, out); err != nil {
+		return err
+	}
+	_, err = s.Out.Write(buf.Bytes())
+	return err
+}
