@@ -99,6 +99,8 @@ func stripComments(b []byte) []byte {
 // Inputs are the objects of a stream, sorted by what odh-serving does with
 // them.
 type Inputs struct {
+	// Docs are all documents, in stream order.
+	Docs     []Document
 	Services []*Service
 	Presets  []*preset.Preset
 	// Other objects pass through untouched.
@@ -118,7 +120,7 @@ func Decode(file string, data []byte) (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Inputs{}
+	in := &Inputs{Docs: docs}
 	var errs []error
 	for _, d := range docs {
 		gvk := d.Object.GroupVersionKind()

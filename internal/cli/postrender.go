@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
-	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // Post-render modes.
@@ -82,10 +80,6 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 	if err != nil {
 		return err
 	}
-	docs, err := manifest.Split("<stdin>", data)
-	if err != nil {
-		return err
-	}
 	in, err := manifest.Decode("<stdin>", data)
 	if err != nil {
 		return err
@@ -94,41 +88,16 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 	if err != nil {
 		return err
 	}
-	images, err := presets.Images()
+	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
+	children, err := renderServices(in.Services, catalog, opts, f.namespace, nil)
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode, Images: images}
-
-	out := make([]*unstructured.Unstructured, 0, len(docs))
-	for _, d := range docs {
+	out := make([]*unstructured.Unstructured, 0, len(in.Docs)+len(children))
+	for _, d := range in.Docs {
 		out = append(out, d.Object)
 	}
-	var errs []error
-	for _, svcIn := range in.Services {
-		svc := svcIn.Service
-		if svc.Namespace == "" {
-			if f.namespace == "" {
-				errs = append(errs, fmt.Errorf("%s: LLMInferenceService %s has no namespace; pass the release namespace with --namespace", svcIn.Where, svc.Name))
-				continue
-			}
-			svc.Namespace = f.namespace
-		}
-		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", svcIn.Where, err))
-			continue
-		}
-		children, err := res.Unstructured()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", svcIn.Where, err))
-			continue
-		}
-		out = append(out, children...)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	out = append(out, children...)
 	var buf bytes.Buffer
 	if err := manifest.WriteYAML(&buf, out); err != nil {
 		return err

@@ -111,34 +111,14 @@ func runRender(s Streams, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	images, err := presets.Images()
+	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
+	var explainTo io.Writer
+	if f.explain {
+		explainTo = s.Err
+	}
+	objs, err := renderServices(services, catalog, opts, f.namespace, explainTo)
 	if err != nil {
 		return err
-	}
-	opts := engine.Options{Images: images, SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
-	var objs []*unstructured.Unstructured
-	for _, in := range services {
-		svc := in.Service
-		if svc.Namespace == "" {
-			svc.Namespace = f.namespace
-		}
-		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
-			continue
-		}
-		rendered, err := res.Unstructured()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
-			continue
-		}
-		objs = append(objs, rendered...)
-		if f.explain {
-			explain(s.Err, svc.Namespace+"/"+svc.Name, &res.Explanation)
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
 	}
 	var buf bytes.Buffer
 	if f.output == "json" {
@@ -227,4 +207,46 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 	for _, f := range fields {
 		fmt.Fprintf(w, "#  %s <- %s\n", f, e.Winners[f])
 	}
+}
+
+// renderServices renders each service with the built-in images and returns
+// all children in input order. Services without a namespace get
+// defaultNamespace; when that is empty too, they are an error. explainTo,
+// when set, receives each service's explanation. Every service is tried, so
+// one run reports every failure.
+func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
+	defaultNamespace string, explainTo io.Writer,
+) ([]*unstructured.Unstructured, error) {
+	images, err := presets.Images()
+	if err != nil {
+		return nil, err
+	}
+	opts.Images = images
+	var objs []*unstructured.Unstructured
+	var errs []error
+	for _, in := range services {
+		svc := in.Service
+		if svc.Namespace == "" {
+			if defaultNamespace == "" {
+				errs = append(errs, fmt.Errorf("%s: LLMInferenceService %s has no namespace; pass the release namespace with --namespace", in.Where, svc.Name))
+				continue
+			}
+			svc.Namespace = defaultNamespace
+		}
+		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
+			continue
+		}
+		rendered, err := res.Unstructured()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
+			continue
+		}
+		objs = append(objs, rendered...)
+		if explainTo != nil {
+			explain(explainTo, svc.Namespace+"/"+svc.Name, &res.Explanation)
+		}
+	}
+	return objs, errors.Join(errs...)
 }
