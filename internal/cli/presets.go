@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
@@ -23,6 +27,7 @@ type presetFlags struct {
 	systemNamespace string
 	prefix          string
 	dirs            []string
+	kubeconfig      string
 }
 
 func newPresets(s Streams) *cobra.Command {
@@ -59,6 +64,7 @@ Problems are printed as "file:line: message"; the exit code is 1 if any.`,
 		},
 	)
 	cmd.PersistentFlags().StringArrayVar(&f.dirs, "presets", nil, "folder of preset YAML files, searched recursively (repeatable)")
+	cmd.PersistentFlags().StringVar(&f.kubeconfig, "kubeconfig", "", "with list: also list the presets in this cluster")
 	return cmd
 }
 
@@ -71,13 +77,24 @@ func listPresets(s Streams, f *presetFlags) error {
 	if err != nil {
 		return err
 	}
-	var user []*preset.Preset
+	var others []listedPreset
 	for _, dir := range f.dirs {
 		ps, err := loadPresetDir(dir)
 		if err != nil {
 			return err
 		}
-		user = append(user, ps...)
+		for _, p := range ps {
+			others = append(others, listedPreset{p, p.File})
+		}
+	}
+	if f.kubeconfig != "" {
+		ps, err := clusterPresets(f.kubeconfig)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			others = append(others, listedPreset{p, "cluster"})
+		}
 	}
 	key := func(p *preset.Preset) string {
 		ns := p.Namespace
@@ -87,34 +104,72 @@ func listPresets(s Streams, f *presetFlags) error {
 		return ns + "/" + p.Name
 	}
 	replaced := map[string]string{}
-	for _, p := range user {
-		replaced[key(p)] = p.File
+	for _, o := range others {
+		replaced[key(o.Preset)] = o.source
 	}
 	w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tNAMESPACE\tSOURCE\tNOTE")
 	for _, p := range builtin {
 		note := ""
-		if file, ok := replaced[key(p)]; ok {
-			note = "replaced by " + file
+		if source, ok := replaced[key(p)]; ok {
+			note = "replaced by " + source
 		}
 		fmt.Fprintf(w, "%s\t%s\tbuilt-in\t%s\n", p.Name, p.Namespace, note)
 	}
-	for _, p := range user {
-		note := ""
-		if p.Namespace != "" && p.Namespace != f.systemNamespace {
-			for _, b := range builtin {
-				if b.Name == p.Name {
-					note = "shadows the built-in one in namespace " + p.Namespace
-				}
-			}
+	system := map[string]bool{}
+	for _, p := range builtin {
+		system[p.Name] = true
+	}
+	for _, o := range others {
+		if key(o.Preset) == f.systemNamespace+"/"+o.Name {
+			system[o.Name] = true
 		}
-		ns := p.Namespace
+	}
+	for _, o := range others {
+		ns := o.Namespace
 		if ns == "" {
 			ns = f.systemNamespace
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, ns, p.File, note)
+		note := ""
+		if ns != f.systemNamespace && system[o.Name] {
+			note = "shadows the system preset in namespace " + ns
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", o.Name, ns, o.source, note)
 	}
 	return w.Flush()
+}
+
+type listedPreset struct {
+	*preset.Preset
+	source string
+}
+
+// clusterPresets lists the LLMInferenceServiceConfigs of every namespace.
+func clusterPresets(kubeconfig string) ([]*preset.Preset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha2.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var list v1alpha2.LLMInferenceServiceConfigList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list LLMInferenceServiceConfigs in %s: %w", cfg.Host, err)
+	}
+	out := make([]*preset.Preset, 0, len(list.Items))
+	for i := range list.Items {
+		item := &list.Items[i]
+		out = append(out, &preset.Preset{Name: item.Name, Namespace: item.Namespace, Spec: &item.Spec})
+	}
+	return out, nil
 }
 
 func showPreset(s Streams, f *presetFlags, name string) error {

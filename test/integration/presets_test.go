@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/cli"
+)
+
+// writeKubeconfig writes a kubeconfig for the test control plane.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cp.Config.CertData, ClientKeyData: cp.Config.KeyData, Token: cp.Config.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestIntegrationPresetsListCluster lists presets from the API server and
+// shows which namespace shadows a system preset.
+func TestIntegrationPresetsListCluster(t *testing.T) {
+	team := newNamespace(t)
+	ensureNamespace(t, "opendatahub")
+	for _, cfg := range []*v1alpha2.LLMInferenceServiceConfig{
+		{ObjectMeta: metav1.ObjectMeta{Name: "kserve-config-llm-template", Namespace: team}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-gpus", Namespace: team}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "platform-h100", Namespace: "opendatahub"}},
+	} {
+		if err := cp.Client.Create(t.Context(), cfg); err != nil {
+			t.Fatalf("create %s/%s: %v", cfg.Namespace, cfg.Name, err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Main([]string{"presets", "list", "--kubeconfig", writeKubeconfig(t)}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	find := func(name, ns string) string {
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == name && f[1] == ns {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := find("kserve-config-llm-template", team); !strings.Contains(l, "cluster") || !strings.Contains(l, "shadows the system preset in namespace "+team) {
+		t.Errorf("the team's copy of the single-node preset: %q", l)
+	}
+	if l := find("team-gpus", team); !strings.Contains(l, "cluster") || strings.Contains(l, "shadows") {
+		t.Errorf("team-gpus: %q", l)
+	}
+	if l := find("platform-h100", "opendatahub"); !strings.Contains(l, "cluster") {
+		t.Errorf("platform-h100: %q", l)
+	}
+	if l := find("kserve-config-llm-template", "opendatahub"); !strings.Contains(l, "built-in") {
+		t.Errorf("the built-in single-node preset: %q", l)
+	}
+}
