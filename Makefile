@@ -82,6 +82,7 @@ test-unit: ## Run the unit tests only (no control plane).
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
 	go test ./api/v1alpha1 -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
+	go test ./engine -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
