@@ -92,8 +92,8 @@ func Execute(text string, data *Data) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
+	buf := &limitedBuffer{limit: MaxOutput}
+	if err := t.Execute(buf, data); err != nil {
 		return "", errors.New(clean(err.Error()))
 	}
 	return buf.String(), nil
@@ -141,6 +141,7 @@ var funcs = func() template.FuncMap {
 	f := sprig.TxtFuncMap()
 	delete(f, "env")
 	delete(f, "expandenv")
+	boundFuncs(f)
 	f["ChildName"] = naming.ChildName
 	f["SafeChildName"] = naming.SafeChildName
 	f["fieldOr"] = fieldOr
@@ -233,4 +234,78 @@ func deref(v any) any {
 		return ""
 	}
 	return rv.Interface()
+}
+
+// MaxOutput bounds what one template may write, and maxCount the sequences
+// until, untilStep and seq may make: presets are other teams' input, and a
+// render must not take the renderer's memory.
+const (
+	MaxOutput = 1 << 20
+	maxCount  = 10000
+)
+
+// limitedBuffer fails a write that would take it past limit bytes.
+type limitedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, fmt.Errorf("the template writes more than %d bytes", b.limit)
+	}
+	return b.Buffer.Write(p)
+}
+
+// boundFuncs replaces sprig's sequence and repeat functions with versions
+// that refuse sizes past the limits.
+func boundFuncs(f template.FuncMap) {
+	until := f["until"].(func(int) []int)
+	untilStep := f["untilStep"].(func(int, int, int) []int)
+	seq := f["seq"].(func(...int) string)
+	repeat := f["repeat"].(func(int, string) string)
+	tooMany := func(fn string, n int) error { return fmt.Errorf("%s: %d items is more than %d", fn, n, maxCount) }
+	span := func(start, stop, step int) int {
+		if step == 0 {
+			return 0
+		}
+		n := (stop - start) / step
+		if n < 0 {
+			return 0
+		}
+		return n
+	}
+	f["until"] = func(n int) ([]int, error) {
+		if n > maxCount || -n > maxCount {
+			return nil, tooMany("until", n)
+		}
+		return until(n), nil
+	}
+	f["untilStep"] = func(start, stop, step int) ([]int, error) {
+		if n := span(start, stop, step); n > maxCount {
+			return nil, tooMany("untilStep", n)
+		}
+		return untilStep(start, stop, step), nil
+	}
+	f["seq"] = func(params ...int) (string, error) {
+		var n int
+		switch len(params) {
+		case 1:
+			n = params[0]
+		case 2:
+			n = params[1] - params[0]
+		case 3:
+			n = span(params[0], params[2], params[1])
+		}
+		if n > maxCount || -n > maxCount {
+			return "", tooMany("seq", n)
+		}
+		return seq(params...), nil
+	}
+	f["repeat"] = func(count int, str string) (string, error) {
+		if count > 0 && len(str) > 0 && count > MaxOutput/len(str) {
+			return "", fmt.Errorf("repeat: %d copies of %d bytes is more than %d bytes", count, len(str), MaxOutput)
+		}
+		return repeat(count, str), nil
+	}
 }
