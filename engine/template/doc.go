@@ -11,5 +11,7 @@
 // unset); fieldOr reads such a path nil-safely with a default.
 //
 // The functions are sprig's TxtFuncMap without env and expandenv, plus
-// ChildName, SafeChildName, fieldOr, toYaml and indent-friendly helpers.
+// ChildName, SafeChildName, fieldOr, deref and toYaml. Presets are other
+// teams' input, so until, untilStep, seq and repeat refuse large sizes and
+// each template's output is capped at MaxOutput.
 package template
