@@ -26,7 +26,7 @@ const (
 
 // eppPorts are the endpoint picker's container ports that its Service
 // exposes, by container port name.
-var eppPorts = map[string]*string{"grpc": ptr("kubernetes.io/h2c"), "grpc-health": nil, "metrics": nil}
+var eppPorts = map[string]*string{"grpc": ptr("kubernetes.io/h2c"), "grpc-health": nil, "metrics": nil, "zmq": nil}
 
 func (b *builder) scheduler() error {
 	r := b.spec.Router
@@ -79,7 +79,7 @@ func (b *builder) scheduler() error {
 }
 
 // eppService exposes the endpoint picker's grpc, grpc-health and metrics
-// container ports.
+// container ports, and zmq, where model servers publish KV-cache events.
 func (b *builder) eppService(pod *corev1.PodSpec) (*corev1.Service, error) {
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
