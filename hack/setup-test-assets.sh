@@ -24,7 +24,7 @@ if [[ -f "$OUT/.stamp" && "$(cat "$OUT/.stamp")" == "$STAMP" ]]; then echo "$OUT
   echo "test-assets: helm built in $((SECONDS-t1))s"; t2=$SECONDS
   GOBIN="$OUT" GOFLAGS=-mod=mod go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
   echo "test-assets: kustomize built in $((SECONDS-t2))s"
-  "$OUT/etcd" --version | head -1; "$OUT/kube-apiserver" --version; "$OUT/kubectl" version --client | head -1
+  "$OUT/etcd" --version | sed -n 1p; "$OUT/kube-apiserver" --version; "$OUT/kubectl" version --client | sed -n 1p
   "$OUT/helm" version --short; "$OUT/kustomize" version
   echo "$STAMP" > "$OUT/.stamp"; echo "test-assets: ready in $((SECONDS-t0))s: $OUT"
 } >&2
