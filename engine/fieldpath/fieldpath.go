@@ -128,11 +128,14 @@ func (w walker) walkMap(path *Path, v reflect.Value) error {
 
 func (w walker) walkStruct(path *Path, v reflect.Value) error {
 	for _, f := range structFields(v.Type()) {
+		fv := v.Field(f.index)
+		if unset(fv) {
+			continue // skip before building a path for it
+		}
 		child := path
 		if !f.inline {
 			child = path.child(f.name)
 		}
-		fv := v.Field(f.index)
 		if f.mergeKey != "" && fv.Kind() == reflect.Slice {
 			if err := w.walkKeyed(child, fv, f.mergeKey); err != nil {
 				return err
@@ -236,4 +239,19 @@ func opaque(t reflect.Type) bool {
 	}
 	opaqueCache.Store(t, is)
 	return is
+}
+
+// unset reports values Walk would skip anyway: nil pointers, empty maps and
+// lists, and zero scalars.
+func unset(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Struct:
+		return false
+	default:
+		return v.IsZero()
+	}
 }
