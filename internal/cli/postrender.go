@@ -8,10 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
 // Post-render modes.
@@ -21,12 +18,9 @@ const (
 )
 
 type postRenderFlags struct {
-	mode            string
-	namespace       string
-	systemNamespace string
-	prefix          string
-	phase           string
-	certMode        string
+	engineFlags
+	mode      string
+	namespace string
 }
 
 func newPostRender(s Streams) *cobra.Command {
@@ -52,10 +46,7 @@ On any error nothing is written to stdout and the exit code is 1.`,
 	}
 	cmd.Flags().StringVar(&f.mode, "mode", modeController, "controller (pass through) or static (expand services)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace for services that name none (the Helm release namespace)")
-	cmd.Flags().StringVar(&f.systemNamespace, "system-namespace", engine.DefaultSystemNamespace, "namespace of the shared presets")
-	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
-	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
-	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "self-signed, service-ca or cert-manager")
+	f.register(cmd.Flags())
 	return cmd
 }
 
@@ -72,11 +63,7 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 	default:
 		return fmt.Errorf("unknown mode %q: want controller or static", f.mode)
 	}
-	phase, err := build.ParsePhase(f.phase)
-	if err != nil {
-		return err
-	}
-	certMode, err := build.ParseCertMode(f.certMode)
+	opts, err := f.options()
 	if err != nil {
 		return err
 	}
@@ -88,7 +75,6 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
 	children, err := renderServices(in.Services, catalog, opts, f.namespace, nil)
 	if err != nil {
 		return err

@@ -15,22 +15,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 type renderFlags struct {
-	files           []string
-	presetDirs      []string
-	systemNamespace string
-	namespace       string
-	prefix          string
-	phase           string
-	certMode        string
-	output          string
-	explain         bool
+	engineFlags
+	files      []string
+	presetDirs []string
+	namespace  string
+	output     string
+	explain    bool
 }
 
 func newRender(s Streams) *cobra.Command {
@@ -51,11 +47,8 @@ nothing is written to stdout.`,
 	}
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "input file, multi-document YAML or JSON; - reads stdin (repeatable)")
 	cmd.Flags().StringArrayVar(&f.presetDirs, "presets", nil, "folder of preset YAML files, searched recursively (repeatable)")
-	cmd.Flags().StringVar(&f.systemNamespace, "system-namespace", engine.DefaultSystemNamespace, "namespace of the shared presets")
+	f.register(cmd.Flags())
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace for services that name none")
-	cmd.Flags().StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
-	cmd.Flags().StringVar(&f.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
-	cmd.Flags().StringVar(&f.certMode, "cert-mode", string(build.CertSelfSigned), "where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager (ClusterIssuer odh-serving-ca)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "print to stderr which presets applied and which one set each field")
 	_ = cmd.MarkFlagRequired("filename")
@@ -63,11 +56,7 @@ nothing is written to stdout.`,
 }
 
 func runRender(s Streams, f *renderFlags) error {
-	phase, err := build.ParsePhase(f.phase)
-	if err != nil {
-		return err
-	}
-	certMode, err := build.ParseCertMode(f.certMode)
+	opts, err := f.options()
 	if err != nil {
 		return err
 	}
@@ -111,7 +100,6 @@ func runRender(s Streams, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Phase: phase, CertMode: certMode}
 	var explainTo io.Writer
 	if f.explain {
 		explainTo = s.Err
