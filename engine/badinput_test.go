@@ -56,11 +56,7 @@ func renderAll(t *testing.T, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(builtin, in.Presets...))
+	catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, in.Presets)
 	if err != nil {
 		return err
 	}

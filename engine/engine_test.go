@@ -70,11 +70,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 
 func testCatalog(tb testing.TB, extra []*preset.Preset) *preset.Catalog {
 	tb.Helper()
-	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(builtin, extra...))
+	c, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, extra)
 	if err != nil {
 		tb.Fatal(err)
 	}

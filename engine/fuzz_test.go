@@ -27,10 +27,6 @@ func FuzzRender(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
-	if err != nil {
-		f.Fatal(err)
-	}
 	images, err := presets.Images()
 	if err != nil {
 		f.Fatal(err)
@@ -40,7 +36,7 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return
 		}
-		catalog, err := preset.NewCatalog(engine.DefaultSystemNamespace, append(append([]*preset.Preset{}, builtin...), in.Presets...))
+		catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, in.Presets)
 		if err != nil {
 			return
 		}

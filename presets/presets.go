@@ -23,6 +23,16 @@ func Load(namespace, prefix string) ([]*preset.Preset, error) {
 	return LoadFS(files, namespace, prefix)
 }
 
+// Catalog is the built-in presets in namespace with the user's over them: a
+// user preset with a built-in's namespace and name replaces it.
+func Catalog(namespace, prefix string, user []*preset.Preset) (*preset.Catalog, error) {
+	builtin, err := Load(namespace, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return preset.Overlay(namespace, builtin, user)
+}
+
 // LoadFS reads <name>/preset.yaml files from fsys.
 func LoadFS(fsys fs.FS, namespace, prefix string) ([]*preset.Preset, error) {
 	matches, err := fs.Glob(fsys, "*/preset.yaml")

@@ -23,11 +23,7 @@ func TestEveryPresetFolder(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no presets: %v", err)
 	}
-	builtin, err := presets.Load(engine.DefaultSystemNamespace, preset.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalog, err := preset.NewCatalog(engine.DefaultSystemNamespace, builtin)
+	catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

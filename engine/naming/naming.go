@@ -18,16 +18,10 @@ const WorkloadBudget = MaxLength - 20
 // characters, a 63-character name made of a truncated parent, the MD5 of the
 // parent and the suffix. Suffixes longer than 31 characters are an error.
 func ChildName(parent, suffix string) (string, error) {
-	if len(parent)+len(suffix) <= MaxLength {
-		return parent + suffix, nil
-	}
-	const hashLen = 32
-	keep := MaxLength - hashLen - len(suffix)
-	if keep < 0 {
-		return "", fmt.Errorf("name suffix %q is too long: at most %d characters", suffix, MaxLength-hashLen)
-	}
-	sum := md5.Sum([]byte(parent)) //nolint:gosec // see import
-	return parent[:keep] + hex.EncodeToString(sum[:]) + suffix, nil
+	return shorten(parent, suffix, MaxLength, func() string {
+		sum := md5.Sum([]byte(parent)) //nolint:gosec // see import
+		return hex.EncodeToString(sum[:])
+	})
 }
 
 // SafeChildName returns parent+suffix when it fits in WorkloadBudget, and
@@ -35,14 +29,23 @@ func ChildName(parent, suffix string) (string, error) {
 // the suffix, exactly WorkloadBudget characters long. Suffixes longer than
 // 35 characters are an error.
 func SafeChildName(parent, suffix string) (string, error) {
-	if len(parent)+len(suffix) <= WorkloadBudget {
+	return shorten(parent, suffix, WorkloadBudget, func() string {
+		sum := sha256.Sum256([]byte(parent))
+		return hex.EncodeToString(sum[:])[:8]
+	})
+}
+
+// shorten returns parent+suffix if it fits in limit, and otherwise as much
+// of parent as leaves room for the hash and the suffix. The hash is only
+// computed when needed.
+func shorten(parent, suffix string, limit int, hash func() string) (string, error) {
+	if len(parent)+len(suffix) <= limit {
 		return parent + suffix, nil
 	}
-	const hashLen = 8
-	keep := WorkloadBudget - hashLen - len(suffix)
+	h := hash()
+	keep := limit - len(h) - len(suffix)
 	if keep < 0 {
-		return "", fmt.Errorf("workload name suffix %q is too long: at most %d characters", suffix, WorkloadBudget-hashLen)
+		return "", fmt.Errorf("name suffix %q is too long: at most %d characters", suffix, limit-len(h))
 	}
-	sum := sha256.Sum256([]byte(parent))
-	return parent[:keep] + hex.EncodeToString(sum[:])[:hashLen] + suffix, nil
+	return parent[:keep] + h + suffix, nil
 }

@@ -104,6 +104,29 @@ func NewCatalog(systemNamespace string, presets []*Preset) (*Catalog, error) {
 	return c, nil
 }
 
+// Overlay indexes base presets with top ones over them: a top preset with
+// the namespace and name of a base one replaces it. Two top presets with
+// one namespace and name are still an error.
+func Overlay(systemNamespace string, base, top []*Preset) (*Catalog, error) {
+	key := func(p *Preset) string {
+		if p.Namespace == "" {
+			return systemNamespace + "/" + p.Name
+		}
+		return p.Namespace + "/" + p.Name
+	}
+	replaced := make(map[string]bool, len(top))
+	for _, p := range top {
+		replaced[key(p)] = true
+	}
+	all := make([]*Preset, 0, len(base)+len(top))
+	for _, p := range base {
+		if !replaced[key(p)] {
+			all = append(all, p)
+		}
+	}
+	return NewCatalog(systemNamespace, append(all, top...))
+}
+
 // Lookup finds a preset in namespace first, then in the system namespace.
 func (c *Catalog) Lookup(name, namespace string) (*Preset, error) {
 	if p, ok := c.byKey[namespace+"/"+name]; ok {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // Post-render modes.
@@ -71,7 +72,7 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 	if err != nil {
 		return err
 	}
-	catalog, err := newCatalog(f.systemNamespace, f.prefix, in.Presets)
+	catalog, err := presets.Catalog(f.systemNamespace, f.prefix, in.Presets)
 	if err != nil {
 		return err
 	}

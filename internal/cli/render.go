@@ -96,7 +96,7 @@ func runRender(s Streams, f *renderFlags) error {
 	if len(services) == 0 {
 		return errors.New("the input holds no LLMInferenceService")
 	}
-	catalog, err := newCatalog(f.systemNamespace, f.prefix, userPresets)
+	catalog, err := presets.Catalog(f.systemNamespace, f.prefix, userPresets)
 	if err != nil {
 		return err
 	}
@@ -160,25 +160,6 @@ func loadPresetDir(dir string) ([]*preset.Preset, error) {
 		return nil, fmt.Errorf("read presets from %s: %w", dir, err)
 	}
 	return out, nil
-}
-
-// newCatalog puts the user's presets over the built-in ones: a user preset
-// with the namespace and name of a built-in one replaces it.
-func newCatalog(systemNamespace, prefix string, user []*preset.Preset) (*preset.Catalog, error) {
-	builtin, err := presets.Load(systemNamespace, prefix)
-	if err != nil {
-		return nil, err
-	}
-	replaced := map[string]bool{}
-	for _, p := range user {
-		ns := p.Namespace
-		if ns == "" {
-			ns = systemNamespace
-		}
-		replaced[ns+"/"+p.Name] = true
-	}
-	all := slices.DeleteFunc(builtin, func(p *preset.Preset) bool { return replaced[p.Namespace+"/"+p.Name] })
-	return preset.NewCatalog(systemNamespace, append(all, user...))
 }
 
 func explain(w io.Writer, name string, e *engine.Explanation) {

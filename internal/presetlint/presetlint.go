@@ -80,7 +80,7 @@ func (l *Linter) Lint(ctx context.Context, p *preset.Preset) []string {
 	if where == "" {
 		where = p.Name
 	}
-	catalog, err := l.catalogWith(p, opts.SystemNamespace)
+	catalog, err := preset.Overlay(opts.SystemNamespace, l.Builtin, []*preset.Preset{p})
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
@@ -125,23 +125,6 @@ func (l *Linter) Lint(ctx context.Context, p *preset.Preset) []string {
 		problems = append(problems, fmt.Sprintf("%s: preset %s fits none of the sample topologies (%s)", where, p.Name, sampleNames()))
 	}
 	return problems
-}
-
-// catalogWith is the built-in presets with p added, replacing a built-in one
-// of the same namespace and name.
-func (l *Linter) catalogWith(p *preset.Preset, systemNamespace string) (*preset.Catalog, error) {
-	ns := p.Namespace
-	if ns == "" {
-		ns = systemNamespace
-	}
-	all := []*preset.Preset{p}
-	for _, b := range l.Builtin {
-		if b.Name == p.Name && b.Namespace == ns {
-			continue
-		}
-		all = append(all, b)
-	}
-	return preset.NewCatalog(systemNamespace, all)
 }
 
 // fits reports whether a preset used as a baseRef keeps the sample's shape:
