@@ -1,0 +1,35 @@
+// Package migration decides where a service's route stands in the move from
+// the v1alpha2 InferencePool API (inference.networking.x-k8s.io) to the v1
+// API (inference.networking.k8s.io), and, in static mode, moves the traffic
+// of a Helm-made route by patching its backend weights.
+//
+// The phases, in order (engine/build renders each one):
+//
+//	phase    pools rendered     route weights (v1alpha2 / v1)   annotation
+//	alpha2   v1alpha2           preset weight / -               -
+//	dual     v1alpha2 + v1      100 / 0                         -
+//	v1       v1alpha2 + v1      0 / 100                         inference-pool-migrated: v1
+//	retired  v1                 - / preset weight               inference-pool-migrated: v1
+//
+// Decide is a pure function of what the controller read: the service (its
+// recorded phase and the InferencePoolMigrated condition), the live route,
+// both live pools and which InferencePool APIs the cluster serves.
+//
+//   - Only the v1alpha2 API served: alpha2. Only v1 served: retired at once,
+//     since no v1alpha2 pool can exist to keep.
+//   - Both served: dual, until the gateway shows it can route to the v1 pool:
+//     it has Accepted the v1 pool, and the route's ResolvedRefs is True, or
+//     False for a reason other than InvalidKind, on every gateway the route
+//     is attached to. A v1alpha2 backend rejected with InvalidKind moves to
+//     v1 at once. Conditions older than their object's generation are
+//     ignored. A fresh service starts at dual and moves on the first
+//     evidence, so it never sits on v1alpha2 forever (kserve#5050).
+//   - v1 is one way. The recorded phase, or the migrated annotation on the
+//     service or the route (both spellings: KServe's
+//     serving.kserve.io/inference-pool-migrated and ODH's
+//     serving.kserve.io/inferencepool-migrated), keeps a service at v1 or
+//     later even when the v1 pool later turns NotReady.
+//   - v1 becomes retired once the grace period has passed since the
+//     lastTransitionTime of the service's InferencePoolMigrated condition;
+//     until then Decision.RequeueAfter is the time left.
+package migration
