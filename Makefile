@@ -48,6 +48,14 @@ generate: ## Generate deep-copy code and the serving.kserve.io CRDs from api/.
 sync-crds: ## Copy the GIE, Gateway API and LWS CRDs from the pinned Go modules.
 	bash hack/sync-crds.sh
 
+.PHONY: chart-sync
+chart-sync: ## Copy the shipped presets, images.yaml and the CRDs into charts/ (make verify fails on drift).
+	bash hack/chart-sync.sh
+
+.PHONY: chart-lint
+chart-lint: test-assets ## helm lint both charts with each of their ci/*-values.yaml.
+	for f in charts/*/ci/*-values.yaml; do $(ASSETS)/helm lint --strict "$${f%/ci/*}" -f "$$f"; done
+
 .PHONY: verify
 verify: ## Fail if generated code, CRDs, formatting or go.mod drift from the sources.
 	bash hack/verify.sh

@@ -14,6 +14,12 @@ if ! diff -r "$before/api" api >&2; then
   echo "generated files or CRDs are out of date; run 'make generate sync-crds' and commit the result" >&2
   fail=1
 fi
+cp -a charts "$before/"
+bash hack/chart-sync.sh
+if ! diff -r "$before/charts" charts >&2; then
+  echo "the charts' copies of presets/ and api/crds are out of date; run 'make chart-sync' and commit the result" >&2
+  fail=1
+fi
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt wants to reformat:" >&2; echo "$unformatted" >&2; fail=1

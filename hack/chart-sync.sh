@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Copies what the charts ship from its one source in the repository:
+#   presets/<name>/preset.yaml -> charts/odh-serving/files/presets/<name>.yaml
+#   presets/images.yaml        -> charts/odh-serving/files/presets/images.yaml
+#   api/crds (ours, GIE, Gateway API, LWS) -> charts/odh-serving-crds/files/<set>/
+# The templates emit these files with .Files.Get, so Helm never interprets
+# the {{ }} in presets. `make verify` runs this and fails on drift.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+presets=charts/odh-serving/files/presets
+rm -rf "$presets"
+mkdir -p "$presets"
+for dir in presets/*/; do
+  name=$(basename "$dir")
+  [[ -f "$dir/preset.yaml" ]] && cp "$dir/preset.yaml" "$presets/$name.yaml"
+done
+cp presets/images.yaml "$presets/images.yaml"
+
+crds=charts/odh-serving-crds/files
+rm -rf "$crds"
+mkdir -p "$crds/serving" "$crds/gie" "$crds/gateway-api" "$crds/lws"
+cp api/crds/serving.kserve.io_*.yaml "$crds/serving/"
+cp api/crds/thirdparty/gie/*.yaml "$crds/gie/"
+cp api/crds/thirdparty/gateway-api/*.yaml "$crds/gateway-api/"
+cp api/crds/thirdparty/lws/*.yaml "$crds/lws/"
+cp api/crds/thirdparty/VERSIONS "$crds/VERSIONS"
+chmod -R u+w "$presets" "$crds"
