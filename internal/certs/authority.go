@@ -1,0 +1,358 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Names and labels of what this package writes.
+const (
+	// CASecretName is the default name of the shared CA secret in the
+	// system namespace.
+	CASecretName = "odh-serving-self-signed-ca"
+	// CACommonName is the subject of the CAs this package makes.
+	CACommonName = "odh-serving self-signed CA"
+
+	// LabelManagedBy and ManagedBy mark every secret this package writes.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "odh-serving"
+
+	// FieldManager writes the secrets (they are odh-serving's children).
+	FieldManager = "odh-serving"
+	// InjectorFieldManager writes the caBundle fields of the webhook
+	// configuration and the CRDs, so managedFields show who owns them.
+	InjectorFieldManager = "odh-serving-certs"
+
+	// Keys of a serving secret (kubernetes.io/tls plus the CA bundle).
+	KeyCert   = corev1.TLSCertKey
+	KeyKey    = corev1.TLSPrivateKeyKey
+	KeyBundle = "ca.crt"
+)
+
+// caRefresh is how often a loaded CA is read again, to pick up a CA that
+// another replica rotated or an administrator replaced.
+const caRefresh = 5 * time.Minute
+
+// Authority is the one self-signed CA that signs every serving certificate
+// of the controller: the per-service secrets and the webhook's. It lives in
+// a secret (kubernetes.io/tls; ca.crt holds the bundle clients should trust)
+// in the system namespace, is created once and kept in memory, so the
+// steady state reads no CA and generates no key. Share one Authority
+// between the reconciler and WebhookCerts; it is safe for concurrent use.
+//
+// An administrator may put their own CA (any key type) into the secret; it
+// is used as it is until it enters its renewal window, when a new ECDSA
+// P-256 CA replaces it. On rotation the bundle keeps the previous CA, so
+// certificates it signed stay trusted until they are reissued.
+type Authority struct {
+	// Secret names the CA secret. Required.
+	Secret types.NamespacedName
+	// Reader reads the CA secret. Nil means the client passed to each call;
+	// pass the manager's API reader when the cache does not hold the
+	// system namespace's secrets.
+	Reader client.Reader
+	// Lifetimes of the CA and the leaves; zero fields mean the defaults.
+	Lifetimes Lifetimes
+
+	mu       sync.Mutex
+	state    *caState
+	loadedAt time.Time
+}
+
+// caState is an immutable snapshot of the CA.
+type caState struct {
+	ca         *KeyPair
+	bundle     []byte
+	bundleCert []*x509.Certificate
+}
+
+// Result says what an ensure call did and when to call it again.
+type Result struct {
+	// Changed is true when something was written.
+	Changed bool
+	// RenewAt is when the certificate, or the CA that signed it, enters its
+	// renewal window: call again by then.
+	RenewAt time.Time
+}
+
+// RequeueAfter is how long after now to call again; at least a second.
+func (r Result) RequeueAfter(now time.Time) time.Duration {
+	return max(r.RenewAt.Sub(now), time.Second)
+}
+
+// Bundle returns the PEM CA bundle clients should trust, loading or making
+// the CA first if needed.
+func (a *Authority) Bundle(ctx context.Context, c client.Client, now time.Time) ([]byte, error) {
+	st, err := a.current(ctx, a.reader(c), c, now)
+	if err != nil {
+		return nil, err
+	}
+	return st.bundle, nil
+}
+
+// EnsureServingSecret keeps the secret key holding a serving certificate for
+// dnsNames (IP addresses allowed) signed by the CA: type kubernetes.io/tls
+// with tls.crt, tls.key and ca.crt, labelled managed-by odh-serving and,
+// when owner is not nil, owned by it. It reads through c (the controller's
+// cached client is fine) and writes only when the secret is missing, its
+// certificate needs rotation (see NeedsRotation), does not match its key or
+// was not signed by the CA, or its ca.crt is not the current bundle; only
+// the first cases generate a key. A secret of that name that was not ours
+// is taken over when it needs rotation; its type is kept (it is immutable).
+func (a *Authority) EnsureServingSecret(ctx context.Context, c client.Client, key types.NamespacedName, dnsNames []string, owner *metav1.OwnerReference, now time.Time) (Result, error) {
+	st, err := a.current(ctx, a.reader(c), c, now)
+	if err != nil {
+		return Result{}, err
+	}
+	res, _, err := a.ensureLeaf(ctx, c, c, st, key, dnsNames, owner, now)
+	return res, err
+}
+
+func (a *Authority) reader(c client.Client) client.Reader {
+	if a.Reader != nil {
+		return a.Reader
+	}
+	return c
+}
+
+// ensureLeaf is EnsureServingSecret with the CA given; it also returns the
+// secret as it is now.
+func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Client, st *caState, key types.NamespacedName, names []string, owner *metav1.OwnerReference, now time.Time) (Result, *corev1.Secret, error) {
+	if key.Name == "" || key.Namespace == "" {
+		return Result{}, nil, fmt.Errorf("serving secret %q: namespace and name are required", key)
+	}
+	if len(names) == 0 {
+		return Result{}, nil, fmt.Errorf("serving secret %s: no DNS names", key)
+	}
+	life := a.Lifetimes.WithDefaults()
+	caRenew := RenewAt(st.ca.Cert, life.RenewWindow)
+
+	live := &corev1.Secret{}
+	err := r.Get(ctx, key, live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Result{}, nil, fmt.Errorf("get serving secret %s: %w", key, err)
+	}
+	if err == nil {
+		leaf, ok := a.validLeaf(live, names, st, now)
+		if ok {
+			res := Result{RenewAt: earliest(RenewAt(leaf, life.RenewWindow), caRenew)}
+			if bytes.Equal(live.Data[KeyBundle], st.bundle) {
+				return res, live, nil
+			}
+			// Only the bundle is stale (the CA rotated): no new key.
+			upd := live.DeepCopy()
+			upd.Data[KeyBundle] = st.bundle
+			if err := c.Update(ctx, upd, client.FieldOwner(FieldManager)); err != nil {
+				return Result{}, nil, fmt.Errorf("update CA bundle of serving secret %s: %w", key, err)
+			}
+			res.Changed = true
+			return res, upd, nil
+		}
+	}
+
+	pair, ierr := Issue(st.ca, names, now, life.Leaf)
+	if ierr != nil {
+		return Result{}, nil, fmt.Errorf("serving secret %s: %w", key, ierr)
+	}
+	res := Result{Changed: true, RenewAt: earliest(RenewAt(pair.Cert, life.RenewWindow), caRenew)}
+	data := map[string][]byte{KeyCert: pair.CertPEM, KeyKey: pair.KeyPEM, KeyBundle: st.bundle}
+	if apierrors.IsNotFound(err) {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+			Type:       corev1.SecretTypeTLS,
+			Data:       data,
+		}
+		if owner != nil {
+			s.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		if err := c.Create(ctx, s, client.FieldOwner(FieldManager)); err != nil {
+			return Result{}, nil, fmt.Errorf("create serving secret %s: %w", key, err)
+		}
+		return res, s, nil
+	}
+	upd := live.DeepCopy()
+	if err := setOwner(upd, owner); err != nil {
+		return Result{}, nil, fmt.Errorf("serving secret %s: %w", key, err)
+	}
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	upd.Labels[LabelManagedBy] = ManagedBy
+	if upd.Data == nil {
+		upd.Data = map[string][]byte{}
+	}
+	for k, v := range data {
+		upd.Data[k] = v
+	}
+	if err := c.Update(ctx, upd, client.FieldOwner(FieldManager)); err != nil {
+		return Result{}, nil, fmt.Errorf("rotate serving secret %s: %w", key, err)
+	}
+	return res, upd, nil
+}
+
+// validLeaf parses the secret's pair and reports whether it can stay.
+func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now time.Time) (*x509.Certificate, bool) {
+	pair, err := ParsePair(s.Data[KeyCert], s.Data[KeyKey])
+	if err != nil {
+		return nil, false
+	}
+	if rotate, _ := NeedsRotation(pair.Cert, names, now, a.Lifetimes.WithDefaults().RenewWindow); rotate {
+		return nil, false
+	}
+	if !SignedBy(pair.Cert, st.bundleCert) {
+		return nil, false
+	}
+	return pair.Cert, true
+}
+
+// current returns the CA, reading it at most every caRefresh and creating or
+// rotating it when needed.
+func (a *Authority) current(ctx context.Context, r client.Reader, c client.Client, now time.Time) (*caState, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	life := a.Lifetimes.WithDefaults()
+	if st := a.state; st != nil && now.Sub(a.loadedAt) < caRefresh && !a.loadedAt.After(now) &&
+		now.Before(RenewAt(st.ca.Cert, life.RenewWindow)) {
+		return st, nil
+	}
+	st, err := a.load(ctx, r, c, now)
+	if err != nil {
+		return nil, err
+	}
+	a.state, a.loadedAt = st, now
+	return st, nil
+}
+
+func (a *Authority) load(ctx context.Context, r client.Reader, c client.Client, now time.Time) (*caState, error) {
+	key := a.Secret
+	if key.Name == "" || key.Namespace == "" {
+		return nil, fmt.Errorf("CA secret %q: namespace and name are required", key)
+	}
+	life := a.Lifetimes.WithDefaults()
+	// Two tries: a replica that loses a race to create or rotate reads the winner's CA.
+	var lastErr error
+	for range 2 {
+		live := &corev1.Secret{}
+		err := r.Get(ctx, key, live)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get CA secret %s: %w", key, err)
+		}
+		var prev *x509.Certificate
+		if err == nil {
+			st, perr := parseCA(live)
+			if perr == nil {
+				if rotate, _ := NeedsRotation(st.ca.Cert, nil, now, life.RenewWindow); !rotate {
+					return st, nil
+				}
+				prev = st.ca.Cert
+			}
+		}
+		ca, cerr := NewCA(CACommonName, now, life.CA)
+		if cerr != nil {
+			return nil, fmt.Errorf("CA secret %s: %w", key, cerr)
+		}
+		bundle := bytes.Clone(ca.CertPEM)
+		if prev != nil && now.Before(prev.NotAfter) {
+			bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: prev.Raw})...)
+		}
+		data := map[string][]byte{KeyCert: ca.CertPEM, KeyKey: ca.KeyPEM, KeyBundle: bundle}
+		if apierrors.IsNotFound(err) {
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+				Type:       corev1.SecretTypeTLS,
+				Data:       data,
+			}
+			err = c.Create(ctx, s, client.FieldOwner(FieldManager))
+		} else {
+			upd := live.DeepCopy()
+			if upd.Labels == nil {
+				upd.Labels = map[string]string{}
+			}
+			upd.Labels[LabelManagedBy] = ManagedBy
+			upd.Data = data
+			err = c.Update(ctx, upd, client.FieldOwner(FieldManager))
+		}
+		if err == nil {
+			return stateOf(ca, bundle)
+		}
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("write CA secret %s: %w", key, err)
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("write CA secret %s: lost the race twice: %w", key, lastErr)
+}
+
+// parseCA reads a CA secret; ca.crt defaults to tls.crt.
+func parseCA(s *corev1.Secret) (*caState, error) {
+	pair, err := ParsePair(s.Data[KeyCert], s.Data[KeyKey])
+	if err != nil {
+		return nil, err
+	}
+	if !pair.Cert.IsCA {
+		return nil, errors.New("certificate is not a CA")
+	}
+	bundle := s.Data[KeyBundle]
+	if len(bundle) == 0 {
+		bundle = s.Data[KeyCert]
+	}
+	return stateOf(pair, bundle)
+}
+
+func stateOf(ca *KeyPair, bundle []byte) (*caState, error) {
+	certs, err := ParseCertificates(bundle)
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle: %w", err)
+	}
+	if !containsCert(certs, ca.Cert) {
+		return nil, errors.New("CA bundle does not hold the CA")
+	}
+	return &caState{ca: ca, bundle: bundle, bundleCert: certs}, nil
+}
+
+func containsCert(certs []*x509.Certificate, c *x509.Certificate) bool {
+	for _, x := range certs {
+		if x.Equal(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// setOwner adds owner to the secret's owner references, refusing to take a
+// secret another controller owns.
+func setOwner(s *corev1.Secret, owner *metav1.OwnerReference) error {
+	if owner == nil {
+		return nil
+	}
+	for i, ref := range s.OwnerReferences {
+		if ref.UID == owner.UID {
+			s.OwnerReferences[i] = *owner
+			return nil
+		}
+		if ref.Controller != nil && *ref.Controller && owner.Controller != nil && *owner.Controller {
+			return fmt.Errorf("owned by %s %s, not by %s %s", ref.Kind, ref.Name, owner.Kind, owner.Name)
+		}
+	}
+	s.OwnerReferences = append(s.OwnerReferences, *owner)
+	return nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
