@@ -10,8 +10,13 @@
 // so is a nil pointer on the path (.Spec.Parallelism.Data when parallelism is
 // unset); fieldOr reads such a path nil-safely with a default.
 //
-// The functions are sprig's TxtFuncMap without env and expandenv, plus
-// ChildName, SafeChildName, fieldOr, deref and toYaml. Presets are other
-// teams' input, so until, untilStep, seq and repeat refuse large sizes and
-// each template's output is capped at MaxOutput.
+// The functions are sprig's HermeticTxtFuncMap (no env, expandenv, clock,
+// random numbers or network) without key generation, password hashing and
+// the remaining clock and random functions, plus ChildName, SafeChildName,
+// fieldOr, deref and toYaml. Presets are other teams' input, so each
+// execution is sandboxed (sandbox.go): until, untilStep, seq and repeat
+// refuse large sizes, the output is capped at MaxOutput, function calls and
+// loop iterations and the bytes functions handle are budgeted, define,
+// block and template actions are refused, and values print without pointer
+// addresses, so the same input always renders the same bytes.
 package template

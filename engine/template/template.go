@@ -35,6 +35,9 @@ type Data struct {
 	ObjectMeta   metav1.ObjectMeta
 	Spec         v1alpha2.LLMInferenceServiceSpec
 	GlobalConfig GlobalConfig
+
+	// budget is what the current execution has used (see sandbox.go).
+	budget *budget
 }
 
 // Error is a template that failed, with where it was.
@@ -93,7 +96,9 @@ func Execute(text string, data *Data) (string, error) {
 		return "", err
 	}
 	buf := &limitedBuffer{limit: MaxOutput}
-	if err := t.Execute(buf, data); err != nil {
+	run := *data
+	run.budget = &budget{}
+	if err := t.Execute(buf, &run); err != nil {
 		return "", errors.New(clean(err.Error()))
 	}
 	return buf.String(), nil
@@ -120,6 +125,9 @@ func parse(text string) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(clean(err.Error()))
 	}
+	if err := rewrite(t); err != nil {
+		return nil, err
+	}
 	cacheMu.Lock()
 	if len(cache) < cacheLimit {
 		cache[text] = t
@@ -132,22 +140,25 @@ func parse(text string) (*template.Template, error) {
 // "template: field:1:3: executing \"field\" at <.X>: ..." -> "1:3: at <.X>: ...".
 func clean(msg string) string {
 	msg = strings.TrimPrefix(msg, "template: field:")
-	return strings.Replace(msg, `executing "field" `, "", 1)
+	return uncountRoot(strings.Replace(msg, `executing "field" `, "", 1))
 }
 
-// funcs are sprig's text functions without env and expandenv (a preset must
-// not read the renderer's environment), plus odh-serving's own.
+// funcs are sprig's hermetic text functions (no env, expandenv, clock,
+// random numbers or network: a preset must not read the renderer's
+// environment, and renders must repeat) without the ones in nonHermetic,
+// plus odh-serving's own, all sandboxed.
 var funcs = func() template.FuncMap {
-	f := sprig.TxtFuncMap()
-	delete(f, "env")
-	delete(f, "expandenv")
+	f := sprig.HermeticTxtFuncMap()
+	for _, name := range nonHermetic {
+		delete(f, name)
+	}
 	boundFuncs(f)
 	f["ChildName"] = naming.ChildName
 	f["SafeChildName"] = naming.SafeChildName
 	f["fieldOr"] = fieldOr
 	f["toYaml"] = toYAML
 	f["deref"] = deref
-	return f
+	return sandboxed(f)
 }()
 
 // fieldOr reads a dotted path of JSON field names from obj and returns def
