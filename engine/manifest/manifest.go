@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -204,16 +203,16 @@ func qualified(u *unstructured.Unstructured) string {
 	return u.GetNamespace() + "/" + u.GetName()
 }
 
-// WriteYAML writes objects as a YAML stream, one document each.
+// WriteYAML writes objects as a YAML stream, one document each, in the
+// bytes go.yaml.in/yaml/v2 writes: keys sorted, as sigs.k8s.io/yaml does
+// through it, but without the detour through JSON. The documents are
+// encoded on every core, in order.
 func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
-	for i, o := range objs {
-		// go.yaml.in/yaml/v2 writes maps with sorted keys, as sigs.k8s.io/yaml
-		// does through it, but without the detour through JSON, which cost
-		// five times the render.
-		out, err := yamlv2.Marshal(o.Object)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
+	docs, err := encodeAll(objs)
+	if err != nil {
+		return err
+	}
+	for i, out := range docs {
 		if i > 0 {
 			if _, err := io.WriteString(w, "---\n"); err != nil {
 				return err
