@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/overlay"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
@@ -18,16 +20,27 @@ const (
 	modeStatic     = "static"
 )
 
+// WeightsManagedByAnnotation marks the HTTPRoutes that static mode renders:
+// their backendRef weights (and the migration annotation) belong to the
+// controller, which patches them with the field manager
+// MigrationFieldManager as the InferencePool migration advances. GitOps
+// tools ignore exactly those fields (docs/gitops.md).
+const (
+	WeightsManagedByAnnotation = "odh-serving.opendatahub.io/weights-managed-by"
+	MigrationFieldManager      = "odh-serving-migration"
+)
+
 type postRenderFlags struct {
 	engineFlags
 	mode      string
 	namespace string
+	overlays  []string
 }
 
 func newPostRender(s Streams) *cobra.Command {
 	f := &postRenderFlags{}
 	cmd := &cobra.Command{
-		Use:   "post-render [--mode controller|static]",
+		Use:   "post-render [--mode controller|static] [--overlay NAME|DIR]...",
 		Short: "Helm post-renderer: expand LLMInferenceServices in the stream on stdin",
 		Long: `post-render reads the stream Helm renders on stdin and writes the result on
 stdout, for helm install/upgrade/template --post-renderer.
@@ -36,10 +49,18 @@ In static mode every LLMInferenceService is expanded into its children with
 the same engine as render and the controller. Presets come from the stream
 (the chart's presets and team presets) and from the built-in ones; a preset
 in the stream replaces a built-in one of the same name. Everything in the
-stream stays in the output, followed by the children.
+stream stays in the output, followed by the children. The controller still
+moves the HTTPRoutes' backendRef weights through the InferencePool
+migration; those routes carry the annotation
+` + WeightsManagedByAnnotation + `: controller.
 
 In controller mode the stream passes through untouched: the controller
 expands the services in the cluster.
+
+--overlay applies a kustomize overlay to the result, in memory: a built-in
+one by name (` + builtinOverlays() + `) or a folder holding a
+kustomization.yaml (./NAME for a folder that shares a built-in's name).
+Repeat it to apply several, in order.
 
 On any error nothing is written to stdout and the exit code is 1.`,
 		Args: cobra.NoArgs,
@@ -47,48 +68,85 @@ On any error nothing is written to stdout and the exit code is 1.`,
 	}
 	cmd.Flags().StringVar(&f.mode, "mode", modeController, "controller (pass through) or static (expand services)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace for services that name none (the Helm release namespace)")
+	cmd.Flags().StringArrayVar(&f.overlays, "overlay", nil, "kustomize overlay to apply: built-in name ("+builtinOverlays()+") or folder (repeatable)")
 	f.register(cmd.Flags())
 	return cmd
 }
 
+func builtinOverlays() string { return strings.Join(overlay.Builtins(), ", ") }
+
 func runPostRender(s Streams, f *postRenderFlags) error {
+	if f.mode != modeController && f.mode != modeStatic {
+		return fmt.Errorf("unknown mode %q: want controller or static", f.mode)
+	}
+	var overlays []*overlay.Overlay
+	for _, ref := range f.overlays {
+		o, err := overlay.Load(ref)
+		if err != nil {
+			return err
+		}
+		overlays = append(overlays, o)
+	}
 	data, err := io.ReadAll(s.In)
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
-	switch f.mode {
-	case modeController:
-		_, err := s.Out.Write(data)
-		return err
-	case modeStatic:
-	default:
-		return fmt.Errorf("unknown mode %q: want controller or static", f.mode)
+	if f.mode == modeStatic {
+		if data, err = expandStatic(data, f); err != nil {
+			return err
+		}
 	}
+	for _, o := range overlays {
+		if data, err = o.Apply(data); err != nil {
+			return err
+		}
+	}
+	_, err = s.Out.Write(data)
+	return err
+}
+
+// expandStatic renders every service of the stream and returns the stream
+// followed by the children.
+func expandStatic(data []byte, f *postRenderFlags) ([]byte, error) {
 	opts, err := f.options()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	in, err := manifest.Decode("<stdin>", data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	catalog, err := presets.Catalog(f.systemNamespace, f.prefix, in.Presets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	children, err := renderServices(in.Services, catalog, opts, f.namespace, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]*unstructured.Unstructured, 0, len(in.Docs)+len(children))
 	for _, d := range in.Docs {
 		out = append(out, d.Object)
 	}
-	out = append(out, children...)
+	for _, c := range children {
+		if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
+			markWeightsManaged(c)
+		}
+		out = append(out, c)
+	}
 	var buf bytes.Buffer
 	if err := manifest.WriteYAML(&buf, out); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.Out.Write(buf.Bytes())
-	return err
+	return buf.Bytes(), nil
+}
+
+// markWeightsManaged annotates a route whose weights the controller moves.
+func markWeightsManaged(route *unstructured.Unstructured) {
+	ann := route.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[WeightsManagedByAnnotation] = "controller"
+	route.SetAnnotations(ann)
 }
