@@ -1,0 +1,115 @@
+package simdataplane
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
+
+func (d *DataPlane) setupDeployments() error {
+	return builder.ControllerManagedBy(d.mgr).Named("simulated-deployments").
+		For(&appsv1.Deployment{}, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
+		Complete(reconcile.Func(d.reconcileDeployment))
+}
+
+// reconcileDeployment reports every replica of a selected Deployment ready
+// and available, as the Deployment controller would once its Pods run.
+func (d *DataPlane) reconcileDeployment(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	dep := &appsv1.Deployment{}
+	if err := d.client().Get(ctx, req.NamespacedName, dep); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.selected(dep) {
+		return reconcile.Result{}, nil
+	}
+	n := ptr.Deref(dep.Spec.Replicas, 1)
+	status := dep.Status.DeepCopy()
+	status.ObservedGeneration = dep.Generation
+	status.Replicas, status.UpdatedReplicas, status.ReadyReplicas, status.AvailableReplicas = n, n, n, n
+	status.UnavailableReplicas = 0
+	setDeploymentCondition(status, appsv1.DeploymentAvailable, "MinimumReplicasAvailable", "Deployment has minimum availability (simulated: no Pod runs).")
+	setDeploymentCondition(status, appsv1.DeploymentProgressing, "NewReplicaSetAvailable", "ReplicaSet is available (simulated).")
+	if equality.Semantic.DeepEqual(&dep.Status, status) {
+		return reconcile.Result{}, nil
+	}
+	dep.Status = *status
+	if err := d.client().Status().Update(ctx, dep, client.FieldOwner(FieldManager)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("report Deployment %s available: %w", req.NamespacedName, err)
+	}
+	d.logf("Deployment %s Available: %d/%d replicas ready (generation %d)", req.NamespacedName, n, n, dep.Generation)
+	return reconcile.Result{}, nil
+}
+
+// setDeploymentCondition sets a True condition, keeping its timestamps when
+// nothing about it changed.
+func setDeploymentCondition(status *appsv1.DeploymentStatus, kind appsv1.DeploymentConditionType, reason, message string) {
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if c.Type != kind {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue && c.Reason == reason && c.Message == message {
+			return
+		}
+		now := metav1.Now()
+		if c.Status != corev1.ConditionTrue {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message, c.LastUpdateTime = corev1.ConditionTrue, reason, message, now
+		return
+	}
+	now := metav1.Now()
+	status.Conditions = append(status.Conditions, appsv1.DeploymentCondition{
+		Type: kind, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+}
+
+func (d *DataPlane) setupLWS() error {
+	return builder.ControllerManagedBy(d.mgr).Named("simulated-leaderworkersets").
+		For(&lwsv1.LeaderWorkerSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
+		Complete(reconcile.Func(d.reconcileLWS))
+}
+
+// reconcileLWS reports every group of a selected LeaderWorkerSet ready, as
+// the LWS operator would once leader and worker Pods run.
+func (d *DataPlane) reconcileLWS(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := d.client().Get(ctx, req.NamespacedName, lws); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.selected(lws) {
+		return reconcile.Result{}, nil
+	}
+	n := ptr.Deref(lws.Spec.Replicas, 1)
+	size := ptr.Deref(lws.Spec.LeaderWorkerTemplate.Size, 1)
+	status := lws.Status.DeepCopy()
+	status.Replicas, status.ReadyReplicas, status.UpdatedReplicas = n, n, n
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: string(lwsv1.LeaderWorkerSetAvailable), Status: metav1.ConditionTrue, ObservedGeneration: lws.Generation,
+		Reason: "AllGroupsReady", Message: "All replicas are ready (simulated: no Pod runs)",
+	})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: string(lwsv1.LeaderWorkerSetProgressing), Status: metav1.ConditionFalse, ObservedGeneration: lws.Generation,
+		Reason: "AllGroupsReady", Message: "All replicas are ready (simulated)",
+	})
+	if equality.Semantic.DeepEqual(&lws.Status, status) {
+		return reconcile.Result{}, nil
+	}
+	lws.Status = *status
+	if err := d.client().Status().Update(ctx, lws, client.FieldOwner(FieldManager)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("report LeaderWorkerSet %s available: %w", req.NamespacedName, err)
+	}
+	d.logf("LeaderWorkerSet %s Available: %d/%d groups of %d pods ready (generation %d)", req.NamespacedName, n, n, size, lws.Generation)
+	return reconcile.Result{}, nil
+}
