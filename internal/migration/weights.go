@@ -78,7 +78,7 @@ func ApplyWeights(ctx context.Context, c client.Client, route *gatewayv1.HTTPRou
 	if mark {
 		patch.SetAnnotations(map[string]string{AnnotationMigrated: MigratedValue})
 	}
-	if err := c.Patch(ctx, patch, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("patch the weights of route %s for phase %s: %w", name, phase, err)
 	}
 	return true, nil
