@@ -35,6 +35,6 @@ func newRoot(s Streams) *cobra.Command {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newRender(s), newPresets(s), newPostRender(s))
+	root.AddCommand(newRender(s), newPresets(s), newPostRender(s), newCRDs(s))
 	return root
 }

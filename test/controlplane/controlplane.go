@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -59,9 +61,23 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// AllCRDs are the CRD sets Start installs.
+var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager}
+
+// Options change what StartWith sets up.
+type Options struct {
+	// CRDs are the sets of api/crds to install (crds.Serving, crds.GIE, …).
+	// Nil installs AllCRDs; leave a set out to test what happens while its
+	// CRDs are missing, or to install them yourself.
+	CRDs []string
+}
+
 // Start starts the control plane and the webhook server, installs the CRDs
 // and the webhook configuration, and waits until the webhooks answer.
-func Start() (*ControlPlane, error) {
+func Start() (*ControlPlane, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options.
+func StartWith(o Options) (*ControlPlane, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd with hack/setup-test-assets.sh")
 	}
@@ -69,7 +85,11 @@ func Start() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := crds.Load(crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager)
+	sets := o.CRDs
+	if sets == nil {
+		sets = AllCRDs
+	}
+	all, err := crds.Load(sets...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +138,20 @@ func (cp *ControlPlane) startWebhooks() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WriteKubeconfig writes a kubeconfig for the control plane's
+// administrator to path, for tests of commands that take --kubeconfig.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cp.Config.CertData, ClientKeyData: cp.Config.KeyData, Token: cp.Config.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
 }
 
 // Stop stops the webhook server, the API server and etcd.

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
+)
+
+func newCRDs(s Streams) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "crds",
+		Short: "Show or remove the CRDs odh-serving owns (serving.kserve.io and the Gateway API Inference Extension's)",
+	}
+	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "List the CRDs odh-serving owns: versions (* = storage), bundle version, field managers and how many custom resources each has",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, cancel := context.WithTimeout(ctxBackground(), time.Minute)
+			defer cancel()
+			c, err := crdClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			st, err := crdlifecycle.Status(ctx, c)
+			if err != nil {
+				return err
+			}
+			return writeCRDStatus(s, st)
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "remove",
+		Short: "Delete the CRDs odh-serving owns, only when none of them has a custom resource left",
+		Long: "Delete the CRDs odh-serving owns (the serving.kserve.io ones, and the GIE ones it installed) when no custom resource " +
+			"of any of them is left. Deleting a CRD deletes its custom resources, so while any is left this deletes nothing and lists them.",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, cancel := context.WithTimeout(ctxBackground(), time.Minute)
+			defer cancel()
+			c, err := crdClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			removed, err := crdlifecycle.Remove(ctx, c)
+			for _, name := range removed {
+				fmt.Fprintf(s.Out, "deleted %s\n", name)
+			}
+			if err == nil && len(removed) == 0 {
+				fmt.Fprintln(s.Out, "no CRD of odh-serving's is installed")
+			}
+			return err
+		},
+	})
+	return cmd
+}
+
+func writeCRDStatus(s Streams, st []crdlifecycle.CRDStatus) error {
+	w := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATE\tVERSIONS\tBUNDLE\tMANAGERS\tCRS")
+	for _, c := range st {
+		if !c.Installed {
+			fmt.Fprintf(w, "%s\tabsent\t-\t-\t-\t-\n", c.Name)
+			continue
+		}
+		state := "foreign"
+		if c.Ours {
+			state = "ours"
+		}
+		if !c.Established {
+			state += " (not established)"
+		}
+		versions := make([]string, 0, len(c.Served)+1)
+		for _, v := range c.Served {
+			if v == c.Storage {
+				v += "*"
+			}
+			versions = append(versions, v)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, dash(strings.Join(versions, ",")), dash(c.BundleVersion),
+			dash(strings.Join(c.Managers, ",")), strconv.Itoa(c.Count))
+	}
+	return w.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// crdClient connects with the kubeconfig file, or $KUBECONFIG and
+// ~/.kube/config when it is empty.
+func crdClient(kubeconfig string) (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if kubeconfig == "" {
+			kubeconfig = "from $KUBECONFIG or ~/.kube/config"
+		}
+		return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}

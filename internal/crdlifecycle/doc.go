@@ -1,0 +1,26 @@
+// Package crdlifecycle installs, reports on and removes the
+// CustomResourceDefinitions odh-serving owns.
+//
+// The GIE CRDs (the v1 InferencePool, the v1alpha2 InferencePool while a
+// migration needs it, and the InferenceObjective) are embedded from
+// api/crds. Apply server-side applies them under field manager odh-serving,
+// labelled app.kubernetes.io/managed-by: odh-serving, as ODH's ADR MS-0002
+// has model serving own them. Two rules keep it safe to run on every start:
+//
+//   - Bundle-version gate: a live CRD whose
+//     inference.networking.k8s.io/bundle-version (or llm-d.ai/bundle-version)
+//     is newer than ours is left alone, and the Report says so. Nothing is
+//     downgraded.
+//   - Compare, then write: a live CRD that already holds everything we would
+//     apply is not written to.
+//
+// The v1alpha2 InferencePool CRD is only kept up to date where it is
+// already installed, never created: a cluster that never served v1alpha2
+// goes straight to the v1 pool.
+//
+// Status lists the CRDs odh-serving owns (the serving.kserve.io CRDs and
+// the GIE ones), with their versions, managers and custom resource counts.
+// Remove deletes them only when no custom resource of any of them is left,
+// so removing odh-serving never deletes user data; otherwise it refuses and
+// names what is left. Apply never deletes a CRD.
+package crdlifecycle

@@ -1,0 +1,346 @@
+package migration
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+)
+
+const (
+	v1PoolCRD     = "inferencepools.inference.networking.k8s.io"
+	objectivesCRD = "inferenceobjectives.inference.networking.x-k8s.io"
+)
+
+// TestCRDLifecycle walks the GIE CRDs through a control plane that starts
+// without them: apply, apply again with no write, the bundle-version gate
+// both ways, `crds status`, and `crds remove` refusing while custom
+// resources are left and succeeding once they are gone. Steps share the
+// cluster, so they run in order.
+func TestCRDLifecycle(t *testing.T) {
+	bare, err := controlplane.StartWith(controlplane.Options{CRDs: []string{crds.Serving, crds.GatewayAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := bare.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := t.Context()
+	c, w := countingClient(t, bare)
+
+	// Someone else (KServe, say) installed a newer v1alpha2 InferencePool CRD.
+	foreign := loadCRD(t, crdlifecycle.Alpha2PoolCRD)
+	foreign.Annotations[crdlifecycle.AnnotationBundleVersion] = "v1.5.0"
+	applyAs(t, c, foreign, "kserve")
+	waitEstablished(t, c, crdlifecycle.Alpha2PoolCRD)
+
+	golden.Assert(t, filepath.Join("testdata", "crds-status-before.txt"), []byte(status(t, bare)))
+
+	w.take()
+	report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, filepath.Join("testdata", "apply-first.txt"), []byte(report.String()))
+	if got := w.take(); len(got) != 2 {
+		t.Errorf("the first apply should write the two missing CRDs, wrote %v", got)
+	}
+	if skipped := report.Skipped(); len(skipped) != 1 || skipped[0].Name != crdlifecycle.Alpha2PoolCRD || skipped[0].Live != "v1.5.0" {
+		t.Errorf("the newer v1alpha2 CRD should be the one skipped, got %+v", skipped)
+	}
+	waitEstablished(t, c, v1PoolCRD)
+	waitEstablished(t, c, objectivesCRD)
+
+	t.Run("apply twice writes nothing", func(t *testing.T) {
+		before := resourceVersions(t, c)
+		w.take()
+		for range 3 {
+			report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range report.Results {
+				if r.Action == crdlifecycle.ActionApplied {
+					t.Errorf("%s applied again: %s", r.Name, r.Reason)
+				}
+			}
+		}
+		if got := w.take(); len(got) != 0 {
+			t.Errorf("applying unchanged CRDs made write requests: %v", got)
+		}
+		if after := resourceVersions(t, c); !equalMaps(before, after) {
+			t.Errorf("resource versions changed: %v -> %v", before, after)
+		}
+	})
+
+	t.Run("a newer live CRD is not downgraded", func(t *testing.T) {
+		newer := loadCRD(t, v1PoolCRD)
+		newer.Annotations[crdlifecycle.AnnotationBundleVersion] = "v1.5.0-rc.2"
+		newer.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "from GIE v1.5.0-rc.2"
+		applyAs(t, c, newer, "gie-installer")
+		rv := get(t, c, v1PoolCRD).ResourceVersion
+		w.take()
+		report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := result(t, report, v1PoolCRD)
+		if res.Action != crdlifecycle.ActionSkipped || !strings.Contains(res.Reason, "newer than ours (v1.3.1)") {
+			t.Errorf("got %+v", res)
+		}
+		if got := w.take(); len(got) != 0 {
+			t.Errorf("wrote to a newer CRD: %v", got)
+		}
+		live := get(t, c, v1PoolCRD)
+		if live.ResourceVersion != rv || live.Spec.Versions[0].Schema.OpenAPIV3Schema.Description != "from GIE v1.5.0-rc.2" {
+			t.Error("the newer CRD changed")
+		}
+	})
+
+	t.Run("an older live CRD is upgraded", func(t *testing.T) {
+		older := loadCRD(t, v1PoolCRD)
+		older.Annotations[crdlifecycle.AnnotationBundleVersion] = "v1.0.0"
+		older.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "from GIE v1.0.0"
+		applyAs(t, c, older, "gie-installer")
+		report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := result(t, report, v1PoolCRD); res.Action != crdlifecycle.ActionApplied || res.Reason != "upgraded from bundle version v1.0.0" {
+			t.Errorf("got %+v", res)
+		}
+		live := get(t, c, v1PoolCRD)
+		want := loadCRD(t, v1PoolCRD)
+		if live.Annotations[crdlifecycle.AnnotationBundleVersion] != "v1.3.1" ||
+			live.Spec.Versions[0].Schema.OpenAPIV3Schema.Description != want.Spec.Versions[0].Schema.OpenAPIV3Schema.Description {
+			t.Error("the older CRD was not replaced by ours")
+		}
+		if live.Labels[crdlifecycle.LabelManagedBy] != crdlifecycle.ManagedBy {
+			t.Error("our label is missing")
+		}
+	})
+
+	t.Run("a changed field is put back", func(t *testing.T) {
+		live := get(t, c, objectivesCRD)
+		live.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "edited by hand"
+		if err := c.Update(ctx, live); err != nil {
+			t.Fatal(err)
+		}
+		report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := result(t, report, objectivesCRD); res.Action != crdlifecycle.ActionApplied || res.Reason != "differs from ours" {
+			t.Errorf("got %+v", res)
+		}
+		if res := result(t, report, crdlifecycle.Alpha2PoolCRD); res.Action != crdlifecycle.ActionSkipped || !strings.Contains(res.Reason, "no service needs") {
+			t.Errorf("without Alpha2 the v1alpha2 CRD is left alone; got %+v", res)
+		}
+		if d := get(t, c, objectivesCRD).Spec.Versions[0].Schema.OpenAPIV3Schema.Description; d == "edited by hand" {
+			t.Error("the hand edit survived")
+		}
+	})
+
+	golden.Assert(t, filepath.Join("testdata", "crds-status-applied.txt"), []byte(status(t, bare)))
+
+	t.Run("remove refuses while custom resources are left", func(t *testing.T) {
+		ns := newNamespace(t, c, "team-a")
+		for i := range 11 {
+			pool := &gieapiv1.InferencePool{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pool-%02d", i), Namespace: ns},
+				Spec: gieapiv1.InferencePoolSpec{
+					Selector:          gieapiv1.LabelSelector{MatchLabels: map[gieapiv1.LabelKey]gieapiv1.LabelValue{"app": "llm"}},
+					TargetPorts:       []gieapiv1.Port{{Number: 8000}},
+					EndpointPickerRef: gieapiv1.EndpointPickerRef{Name: "epp", Port: &gieapiv1.Port{Number: 9002}},
+				},
+			}
+			if err := c.Create(ctx, pool); err != nil {
+				t.Fatal(err)
+			}
+		}
+		preset := &v1alpha2.LLMInferenceServiceConfig{ObjectMeta: metav1.ObjectMeta{Name: "team-preset", Namespace: ns}}
+		if err := c.Create(ctx, preset); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := crdlifecycle.Remove(ctx, c)
+		var left *crdlifecycle.LeftError
+		if !errors.As(err, &left) || len(left.Left) != 12 {
+			t.Fatalf("want a refusal naming 12 custom resources, got %v", err)
+		}
+		stdout, stderr, code := run(t, bare, "crds", "remove")
+		if code != 1 || stdout != "" {
+			t.Errorf("crds remove: exit %d, stdout %q", code, stdout)
+		}
+		golden.Assert(t, filepath.Join("testdata", "crds-remove-refused.txt"), []byte(stderr))
+		for _, name := range []string{v1PoolCRD, objectivesCRD, "llminferenceserviceconfigs.serving.kserve.io"} {
+			get(t, c, name) // still there
+		}
+		var pools gieapiv1.InferencePoolList
+		if err := c.List(ctx, &pools, client.InNamespace(ns)); err != nil || len(pools.Items) != 11 {
+			t.Errorf("pools after the refusal: %d, %v", len(pools.Items), err)
+		}
+
+		if err := c.DeleteAllOf(ctx, &gieapiv1.InferencePool{}, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, preset); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("remove deletes our CRDs once nothing is left", func(t *testing.T) {
+		stdout, stderr, code := run(t, bare, "crds", "remove")
+		if code != 0 {
+			t.Fatalf("crds remove: exit %d: %s", code, stderr)
+		}
+		golden.Assert(t, filepath.Join("testdata", "crds-remove.txt"), []byte(stdout))
+		for _, name := range []string{v1PoolCRD, objectivesCRD, "llminferenceservices.serving.kserve.io", "llminferenceserviceconfigs.serving.kserve.io"} {
+			waitGone(t, c, name)
+		}
+		get(t, c, crdlifecycle.Alpha2PoolCRD)             // foreign: left alone
+		get(t, c, "httproutes.gateway.networking.k8s.io") // not ours at all
+		golden.Assert(t, filepath.Join("testdata", "crds-status-removed.txt"), []byte(status(t, bare)))
+	})
+}
+
+// status is the output of `odh-serving crds status`.
+func status(t *testing.T, on *controlplane.ControlPlane) string {
+	t.Helper()
+	stdout, stderr, code := run(t, on, "crds", "status")
+	if code != 0 {
+		t.Fatalf("crds status: exit %d: %s", code, stderr)
+	}
+	return stdout
+}
+
+// loadCRD is an embedded CRD as its upstream ships it (no label of ours).
+func loadCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	all, err := crds.Load(crds.GIE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == name })
+	if i < 0 {
+		t.Fatalf("no embedded CRD %s", name)
+	}
+	return all[i]
+}
+
+// applyAs server-side applies a CRD as another field manager would.
+func applyAs(t *testing.T, c client.Client, crd *apiextensionsv1.CustomResourceDefinition, manager string) {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	if err := c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		t.Fatalf("apply %s as %s: %v", crd.Name, manager, err)
+	}
+}
+
+func get(t *testing.T, c client.Client, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatalf("get CRD %s: %v", name, err)
+	}
+	return crd
+}
+
+func result(t *testing.T, r crdlifecycle.Report, name string) crdlifecycle.Result {
+	t.Helper()
+	for _, res := range r.Results {
+		if res.Name == name {
+			return res
+		}
+	}
+	t.Fatalf("no result for %s in\n%s", name, r)
+	return crdlifecycle.Result{}
+}
+
+func resourceVersions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	var list apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, crd := range list.Items {
+		out[crd.Name] = crd.ResourceVersion
+	}
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func waitEstablished(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	waitFor(t, "CRD "+name+" established", func() bool {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
+			return false
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func waitGone(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	waitFor(t, "CRD "+name+" deleted", func() bool {
+		err := c.Get(t.Context(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// waitFor polls until ok, for up to 30 seconds.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
