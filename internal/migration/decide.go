@@ -101,6 +101,11 @@ type Decision struct {
 	RequeueAfter time.Duration
 }
 
+// onlyV1API is the decision when only the v1 API is served: no v1alpha2 pool
+// can exist, so there is nothing to keep for a grace period.
+var onlyV1API = Decision{Phase: build.PhaseRetired, Reason: ReasonAlpha2NotServed,
+	Message: "the v1alpha2 InferencePool API is not served; the route uses the v1 pool only"}
+
 // Decide says which phase the service's route is in. See the package
 // documentation for the rules.
 func Decide(in Input) Decision {
@@ -124,8 +129,7 @@ func Decide(in Input) Decision {
 		return Decision{Phase: build.PhaseAlpha2, Reason: ReasonV1NotServed,
 			Message: "the v1 InferencePool API is not served; the route uses the v1alpha2 pool"}
 	case !in.Alpha2Served:
-		return Decision{Phase: build.PhaseRetired, Reason: ReasonAlpha2NotServed,
-			Message: "the v1alpha2 InferencePool API is not served; the route uses the v1 pool only"}
+		return onlyV1API
 	}
 	ev := gatewayEvidence(in)
 	if !ev.moved {
@@ -144,8 +148,7 @@ func migrated(in Input, recorded build.Phase, mark string) Decision {
 		return Decision{Phase: build.PhaseV1, Reason: ReasonV1APIMissing,
 			Message: "the route moved to the v1 InferencePool for good, but the v1 API is not served; it does not roll back to v1alpha2"}
 	case !in.Alpha2Served:
-		return Decision{Phase: build.PhaseRetired, Reason: ReasonAlpha2NotServed,
-			Message: "the v1alpha2 InferencePool API is not served; the route uses the v1 pool only"}
+		return onlyV1API
 	}
 	if d, done := retire(in); done {
 		return d
