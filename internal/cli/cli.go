@@ -36,5 +36,6 @@ func newRoot(s Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newRender(s), newPresets(s), newPostRender(s), newCRDs(s))
+	root.AddCommand(newController(s), newStatus(s))
 	return root
 }

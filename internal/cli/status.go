@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+)
+
+type statusFlags struct {
+	kubeconfig    string
+	namespace     string
+	allNamespaces bool
+}
+
+func newStatus(s Streams) *cobra.Command {
+	f := &statusFlags{}
+	cmd := &cobra.Command{
+		Use:   "status [-n NAMESPACE | -A]",
+		Short: "List LLMInferenceServices with their readiness, InferencePool and migration phase",
+		Long: `status prints a table of LLMInferenceServices as the controller reports
+them: NAME, READY and REASON (the Ready condition), POOL and GROUP (the
+InferencePool the route sends traffic to), MIGRATION (its v1alpha2 to v1
+phase) and URL. With -A a NAMESPACE column comes first. Rows are sorted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd.Context(), s, f) },
+	}
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG or ~/.kube/config")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace; default: the kubeconfig context's")
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list services in every namespace")
+	return cmd
+}
+
+func runStatus(ctx context.Context, s Streams, f *statusFlags) error {
+	if ctx == nil {
+		ctx = ctxBackground()
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := kc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns := f.namespace
+	if ns == "" && !f.allNamespaces {
+		if ns, _, err = kc.Namespace(); err != nil {
+			return fmt.Errorf("kubeconfig namespace: %w", err)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha2.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	list := &v1alpha2.LLMInferenceServiceList{}
+	var opts []client.ListOption
+	if !f.allNamespaces {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := c.List(ctx, list, opts...); err != nil {
+		return fmt.Errorf("list LLMInferenceServices: %w", err)
+	}
+	if len(list.Items) == 0 {
+		if f.allNamespaces {
+			fmt.Fprintln(s.Err, "No LLMInferenceServices found.")
+		} else {
+			fmt.Fprintf(s.Err, "No LLMInferenceServices found in namespace %s.\n", ns)
+		}
+		return nil
+	}
+	return writeStatusTable(s.Out, list.Items, f.allNamespaces)
+}
+
+// writeStatusTable prints services as kubectl does: aligned columns, <none>
+// for an empty cell, sorted by namespace and name.
+func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withNamespace bool) error {
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b v1alpha2.LLMInferenceService) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	header := []string{"NAME", "READY", "REASON", "POOL", "GROUP", "MIGRATION", "URL"}
+	if withNamespace {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
+	fmt.Fprintln(w, strings.Join(header, "\t"))
+	for i := range items {
+		svc := &items[i]
+		ready, reason := "Unknown", ""
+		if c := meta.FindStatusCondition(svc.Status.Conditions, v1alpha2.ConditionReady); c != nil {
+			ready, reason = string(c.Status), c.Reason
+		}
+		var pool, group, phase string
+		if ip := svc.Status.InferencePool; ip != nil {
+			pool, group, phase = ip.Name, ip.Group, ip.MigrationPhase
+		}
+		row := []string{svc.Name, ready, reason, pool, group, phase, svc.Status.URL}
+		if withNamespace {
+			row = append([]string{svc.Namespace}, row...)
+		}
+		for j := range row {
+			if row[j] == "" {
+				row[j] = "<none>"
+			}
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	return w.Flush()
+}

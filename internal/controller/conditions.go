@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/migration"
+)
+
+// Condition types beyond the ones in api/v1alpha2. WorkloadsReady sums up
+// the workload ones, RouterReady the router ones; a type that does not
+// apply to a service's shape is removed, so a stale False cannot keep it
+// down.
+const (
+	ConditionMainWorkloadReady          = "MainWorkloadReady"
+	ConditionWorkerWorkloadReady        = "WorkerWorkloadReady"
+	ConditionPrefillWorkloadReady       = "PrefillWorkloadReady"
+	ConditionPrefillWorkerWorkloadReady = "PrefillWorkerWorkloadReady"
+	ConditionGatewaysReady              = "GatewaysReady"
+	ConditionHTTPRoutesReady            = "HTTPRoutesReady"
+	ConditionInferencePoolReady         = "InferencePoolReady"
+	ConditionSchedulerWorkloadReady     = "SchedulerWorkloadReady"
+	// ConditionInferencePoolMigrated is True once the route sends traffic
+	// to the v1 InferencePool. Its lastTransitionTime starts the grace
+	// period after which the v1alpha2 pool is retired.
+	ConditionInferencePoolMigrated = migration.ConditionMigrated
+)
+
+// Reasons of the conditions.
+const (
+	ReasonReady            = "Ready"
+	ReasonCombined         = "Combined"
+	ReasonCombineBaseError = "CombineBaseError"
+	ReasonStopped          = "Stopped"
+	ReasonRefsInvalid      = "RefsInvalid"
+	ReasonCRDMissing       = "CRDMissing"
+	ReasonProgressing      = "Progressing"
+	ReasonReconcileError   = "ReconcileError"
+	ReasonGatewaysNotReady = "GatewaysNotReady"
+	ReasonRoutesNotReady   = "HTTPRoutesNotReady"
+	ReasonPoolNotReady     = "InferencePoolNotReady"
+	ReasonNoRouter         = "NoRouter"
+)
+
+var (
+	workloadConditions = []string{
+		ConditionMainWorkloadReady, ConditionWorkerWorkloadReady, ConditionPrefillWorkloadReady, ConditionPrefillWorkerWorkloadReady,
+	}
+	routerConditions = []string{
+		ConditionGatewaysReady, ConditionHTTPRoutesReady, ConditionInferencePoolReady, ConditionSchedulerWorkloadReady,
+	}
+)
+
+// maxMessage keeps condition messages well under the API's 32 KiB limit.
+const maxMessage = 4096
+
+// conditions edits a copy of a service's conditions. A condition whose
+// status does not change keeps its lastTransitionTime.
+type conditions struct {
+	list       []metav1.Condition
+	generation int64
+	now        metav1.Time
+}
+
+func newConditions(svc *v1alpha2.LLMInferenceService, now time.Time) *conditions {
+	return &conditions{
+		list:       slices.Clone(svc.Status.Conditions),
+		generation: svc.Generation,
+		now:        metav1.NewTime(now.Truncate(time.Second)),
+	}
+}
+
+func (c *conditions) set(t string, status metav1.ConditionStatus, reason, message string) {
+	if len(message) > maxMessage {
+		message = message[:maxMessage-3] + "..."
+	}
+	meta.SetStatusCondition(&c.list, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: c.generation, LastTransitionTime: c.now,
+	})
+}
+
+func (c *conditions) setBool(t string, ok bool, reason, message string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	c.set(t, status, reason, message)
+}
+
+func (c *conditions) remove(types ...string) {
+	for _, t := range types {
+		meta.RemoveStatusCondition(&c.list, t)
+	}
+}
+
+func (c *conditions) get(t string) *metav1.Condition { return meta.FindStatusCondition(c.list, t) }
+
+func (c *conditions) isFalse(t string) bool {
+	cond := c.get(t)
+	return cond != nil && cond.Status == metav1.ConditionFalse
+}
+
+// sum sets parent from its sub-conditions: False with the first False
+// one's reason and message, else True. Missing or Unknown ones do not
+// block.
+func (c *conditions) sum(parent string, subs []string, emptyReason string) {
+	for _, s := range subs {
+		if cond := c.get(s); cond != nil && cond.Status == metav1.ConditionFalse {
+			c.set(parent, metav1.ConditionFalse, cond.Reason, cond.Message)
+			return
+		}
+	}
+	for _, s := range subs {
+		if c.get(s) != nil {
+			c.set(parent, metav1.ConditionTrue, ReasonReady, "")
+			return
+		}
+	}
+	c.set(parent, metav1.ConditionTrue, emptyReason, "")
+}
+
+// ready sets Ready from WorkloadsReady and RouterReady.
+func (c *conditions) ready() {
+	for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady} {
+		if cond := c.get(t); cond == nil || cond.Status != metav1.ConditionTrue {
+			reason, message := ReasonProgressing, t+" is not True yet"
+			if cond != nil {
+				reason, message = cond.Reason, cond.Message
+			}
+			c.set(v1alpha2.ConditionReady, metav1.ConditionFalse, reason, message)
+			return
+		}
+	}
+	c.set(v1alpha2.ConditionReady, metav1.ConditionTrue, ReasonReady, "")
+}
+
+// sorted returns the conditions by type, so the status has one order.
+func (c *conditions) sorted() []metav1.Condition {
+	out := slices.Clone(c.list)
+	slices.SortFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,24 @@
+// Package controller is the live odh-serving controller: a controller-runtime
+// manager that renders every LLMInferenceService with the engine and keeps
+// the cluster in step with the result.
+//
+// Reconcile has one shape, whatever the event: get the service; handle the
+// finalizer; build the preset catalog from the LLMInferenceServiceConfigs in
+// the cache over the embedded presets; decide the InferencePool migration
+// phase (internal/migration); render; server-side apply each child (field
+// manager odh-serving, forced ownership, a controller owner reference);
+// delete the children no longer rendered, found by their labels and deleted
+// only when this service controls them; write the status when it changed.
+//
+// In steady state a reconcile writes nothing: a child is applied only when
+// the hash of its desired form (kept in the annotation
+// odh-serving.opendatahub.io/applied-hash) differs from the live one's, or
+// a field it sets was changed by hand. The finalizer is added once and the
+// status is patched only when it differs.
+//
+// Optional APIs (GIE InferencePools in both groups, LeaderWorkerSet, Gateway
+// API, cert-manager) may be missing at start: the controller watches
+// CustomResourceDefinitions and starts the matching watches when they are
+// established, with no restart. Until then services that need them report
+// CRDMissing.
+package controller

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/opendatahub-io/odh-serving/engine/build"
+)
+
+// enabler starts the watches of optional kinds when their CRDs are
+// established, while the manager runs: a cluster that gets GIE, LWS or the
+// Gateway API after the controller started needs no restart.
+type enabler struct {
+	r          *Reconciler
+	mgr        manager.Manager
+	controller controller.Controller
+	crds       cache.Cache
+}
+
+// CRDControllerName names the controller that watches CRDs.
+const CRDControllerName = "odh-serving-crds"
+
+// wanted are the optional CRDs this configuration uses.
+func (e *enabler) wanted() []string {
+	var out []string
+	for crd := range optionalCRDs {
+		if crd == crdCertificate && e.r.opts.CertMode != build.CertManager {
+			continue
+		}
+		out = append(out, crd)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// enable starts the watch of crd's kind once, with the index it needs.
+func (e *enabler) enable(ctx context.Context, crd string) error {
+	if !e.r.kinds.markWatched(crd) {
+		return nil
+	}
+	gvk := optionalCRDs[crd]
+	var h handler.EventHandler
+	switch crd {
+	case crdHTTPRoute:
+		if err := indexRoutes(ctx, e.mgr.GetFieldIndexer()); err != nil {
+			return fmt.Errorf("index HTTPRoutes: %w", err)
+		}
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forRoute)
+	case crdGateway:
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forGateway)
+	case crdPoolV1, crdPoolV1alpha2:
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forPool)
+	default:
+		h = e.r.childHandler(e.mgr)
+	}
+	k := kind{gvk: gvk, crd: crd}
+	if err := e.controller.Watch(source.Kind(e.mgr.GetCache(), k.newObject(), h)); err != nil {
+		return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("watching an optional kind", "crd", crd, "kind", gvk.String())
+	return nil
+}
+
+// setup adds the CRD watcher. It reads CRDs from a cache of its own that
+// keeps no schemas: the CRDs of a large cluster are big, and the manager's
+// cache must keep whole objects for anyone who reads and writes them.
+func (e *enabler) setup() error {
+	crds, err := cache.New(e.mgr.GetConfig(), cache.Options{
+		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mgr.GetRESTMapper(),
+		DefaultTransform: stripCRD,
+	})
+	if err != nil {
+		return fmt.Errorf("CRD cache: %w", err)
+	}
+	e.crds = crds
+	if err := e.mgr.Add(crdCache{crds}); err != nil {
+		return err
+	}
+	c, err := controller.New(CRDControllerName, e.mgr, controller.Options{Reconciler: e, SkipNameValidation: ptr.To(true)})
+	if err != nil {
+		return fmt.Errorf("build the %s controller: %w", CRDControllerName, err)
+	}
+	wanted := e.wanted()
+	return c.Watch(source.Kind(crds, &apiextensionsv1.CustomResourceDefinition{},
+		&handler.TypedEnqueueRequestForObject[*apiextensionsv1.CustomResourceDefinition]{},
+		predicate.NewTypedPredicateFuncs(func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return slices.Contains(wanted, crd.Name)
+		})))
+}
+
+// Reconcile enables the kind of an established CRD, and reconciles every
+// service again when a kind became usable or stopped being so.
+func (e *enabler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	gvk, ok := optionalCRDs[req.Name]
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := e.crds.Get(ctx, req.NamespacedName, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("get CustomResourceDefinition %s: %w", req.Name, err)
+	}
+	usable := err == nil && served(crd, gvk.Version)
+	if usable {
+		if err := e.enable(ctx, req.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if e.r.kinds.set(req.Name, usable) {
+		ctrl.LoggerFrom(ctx).Info("an optional API changed; reconciling every service", "crd", req.Name, "usable", usable)
+		return reconcile.Result{}, e.r.requeueAll(ctx)
+	}
+	return reconcile.Result{}, nil
+}
+
+// crdCache starts the CRD cache with the manager's caches.
+type crdCache struct{ cache.Cache }
+
+func (c crdCache) GetCache() cache.Cache { return c.Cache }
+
+// stripCRD keeps what the watcher needs of a CRD: names, versions and
+// conditions; not the schemas.
+func stripCRD(obj any) (any, error) {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return obj, nil
+	}
+	crd.ManagedFields = nil
+	crd.Spec.Conversion = nil
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Schema = nil
+		crd.Spec.Versions[i].AdditionalPrinterColumns = nil
+		crd.Spec.Versions[i].SelectableFields = nil
+	}
+	return crd, nil
+}

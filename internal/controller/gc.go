@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+)
+
+// childID names a child by kind and name.
+type childID struct {
+	gvk  schema.GroupVersionKind
+	name string
+}
+
+// prune deletes the service's children that were not rendered this time:
+// every object of a child kind that carries the service's labels
+// (app.kubernetes.io/part-of=llminferenceservice,
+// app.kubernetes.io/name=<service>) and that the service controls. An
+// object with the same labels or name that the service does not control is
+// never touched.
+func (r *Reconciler) prune(ctx context.Context, p *pass) error {
+	keep := make(map[childID]bool, len(p.children))
+	for _, u := range p.children {
+		keep[childID{gvk: u.GroupVersionKind(), name: u.GetName()}] = true
+	}
+	for _, k := range childKinds {
+		if !r.kinds.has(k) || (k.certManager && r.opts.CertMode != build.CertManager) {
+			continue
+		}
+		if err := r.pruneKind(ctx, p.svc, k, keep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneKind deletes the service's children of one kind that are not in keep.
+func (r *Reconciler) pruneKind(ctx context.Context, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
+	list := k.newList()
+	opts := []client.ListOption{client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: svc.Name}}
+	if !k.clusterScoped {
+		opts = append(opts, client.InNamespace(svc.Namespace))
+	}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		return fmt.Errorf("list %s children of %s/%s: %w", k.gvk.Kind, svc.Namespace, svc.Name, err)
+	}
+	return meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok || keep[childID{gvk: k.gvk, name: obj.GetName()}] || !controls(svc, obj, k) {
+			return nil
+		}
+		return r.deleteChild(ctx, obj, k)
+	})
+}
+
+// deleteChild deletes one child, only if it is still the object that was
+// read (same UID), and lets the garbage collector take what it owns.
+func (r *Reconciler) deleteChild(ctx context.Context, obj client.Object, k kind) error {
+	uid := obj.GetUID()
+	if u, ok := obj.(interface{ SetGroupVersionKind(schema.GroupVersionKind) }); ok {
+		u.SetGroupVersionKind(k.gvk)
+	}
+	err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

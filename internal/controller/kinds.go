@@ -1,0 +1,213 @@
+package controller
+
+import (
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
+
+// kind is a kind the controller applies, deletes or reads.
+type kind struct {
+	gvk schema.GroupVersionKind
+	// crd names the CustomResourceDefinition that serves the kind; empty
+	// for built-in kinds, which are always there.
+	crd string
+	// clusterScoped kinds cannot carry an owner reference to a service.
+	clusterScoped bool
+	// workload kinds fail WorkloadsReady when their CRD is missing; the
+	// others fail RouterReady.
+	workload bool
+	// certManager kinds are used only in the cert-manager certificate mode.
+	certManager bool
+}
+
+// newObject returns an empty object of the kind: typed when the kind has Go
+// types, unstructured otherwise.
+func (k kind) newObject() client.Object {
+	if f, ok := typedKinds[k.gvk]; ok {
+		return f()
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.gvk)
+	return u
+}
+
+// newList returns an empty list of the kind.
+func (k kind) newList() client.ObjectList {
+	if f, ok := typedLists[k.gvk]; ok {
+		return f()
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
+	return l
+}
+
+// The CRDs of the optional kinds.
+const (
+	crdLWS          = "leaderworkersets.leaderworkerset.x-k8s.io"
+	crdPoolV1       = "inferencepools.inference.networking.k8s.io"
+	crdPoolV1alpha2 = "inferencepools.inference.networking.x-k8s.io"
+	crdHTTPRoute    = "httproutes.gateway.networking.k8s.io"
+	crdGateway      = "gateways.gateway.networking.k8s.io"
+	crdCertificate  = "certificates.cert-manager.io"
+)
+
+var (
+	gvkDeployment         = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	gvkService            = corev1.SchemeGroupVersion.WithKind("Service")
+	gvkServiceAccount     = corev1.SchemeGroupVersion.WithKind("ServiceAccount")
+	gvkSecret             = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkRole               = rbacv1.SchemeGroupVersion.WithKind("Role")
+	gvkRoleBinding        = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
+	gvkClusterRoleBinding = rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding")
+	gvkLWS                = lwsv1.GroupVersion.WithKind("LeaderWorkerSet")
+	gvkPoolV1             = gieapiv1.SchemeGroupVersion.WithKind("InferencePool")
+	gvkPoolV1alpha2       = gieapixv1alpha2.SchemeGroupVersion.WithKind("InferencePool")
+	gvkHTTPRoute          = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	gvkGateway            = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	gvkCertificate        = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+)
+
+// childKinds are every kind the engine renders, in apply order. The label
+// inventory that finds children to delete goes over these.
+var childKinds = []kind{
+	{gvk: gvkServiceAccount},
+	{gvk: gvkRole},
+	{gvk: gvkRoleBinding},
+	{gvk: gvkClusterRoleBinding, clusterScoped: true},
+	{gvk: gvkCertificate, crd: crdCertificate, certManager: true},
+	{gvk: gvkService},
+	{gvk: gvkDeployment, workload: true},
+	{gvk: gvkLWS, crd: crdLWS, workload: true},
+	{gvk: gvkPoolV1, crd: crdPoolV1},
+	{gvk: gvkPoolV1alpha2, crd: crdPoolV1alpha2},
+	{gvk: gvkHTTPRoute, crd: crdHTTPRoute},
+}
+
+// gatewayKind is read (never written) for readiness and URLs.
+var gatewayKind = kind{gvk: gvkGateway, crd: crdGateway}
+
+func kindOf(gvk schema.GroupVersionKind) (kind, bool) {
+	i := slices.IndexFunc(childKinds, func(k kind) bool { return k.gvk == gvk })
+	if i < 0 {
+		return kind{}, false
+	}
+	return childKinds[i], true
+}
+
+var typedKinds = map[schema.GroupVersionKind]func() client.Object{
+	gvkDeployment:         func() client.Object { return &appsv1.Deployment{} },
+	gvkService:            func() client.Object { return &corev1.Service{} },
+	gvkServiceAccount:     func() client.Object { return &corev1.ServiceAccount{} },
+	gvkSecret:             func() client.Object { return &corev1.Secret{} },
+	gvkRole:               func() client.Object { return &rbacv1.Role{} },
+	gvkRoleBinding:        func() client.Object { return &rbacv1.RoleBinding{} },
+	gvkClusterRoleBinding: func() client.Object { return &rbacv1.ClusterRoleBinding{} },
+	gvkLWS:                func() client.Object { return &lwsv1.LeaderWorkerSet{} },
+	gvkPoolV1:             func() client.Object { return &gieapiv1.InferencePool{} },
+	gvkPoolV1alpha2:       func() client.Object { return &gieapixv1alpha2.InferencePool{} },
+	gvkHTTPRoute:          func() client.Object { return &gatewayv1.HTTPRoute{} },
+	gvkGateway:            func() client.Object { return &gatewayv1.Gateway{} },
+}
+
+var typedLists = map[schema.GroupVersionKind]func() client.ObjectList{
+	gvkDeployment:         func() client.ObjectList { return &appsv1.DeploymentList{} },
+	gvkService:            func() client.ObjectList { return &corev1.ServiceList{} },
+	gvkServiceAccount:     func() client.ObjectList { return &corev1.ServiceAccountList{} },
+	gvkSecret:             func() client.ObjectList { return &corev1.SecretList{} },
+	gvkRole:               func() client.ObjectList { return &rbacv1.RoleList{} },
+	gvkRoleBinding:        func() client.ObjectList { return &rbacv1.RoleBindingList{} },
+	gvkClusterRoleBinding: func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} },
+	gvkLWS:                func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} },
+	gvkPoolV1:             func() client.ObjectList { return &gieapiv1.InferencePoolList{} },
+	gvkPoolV1alpha2:       func() client.ObjectList { return &gieapixv1alpha2.InferencePoolList{} },
+	gvkHTTPRoute:          func() client.ObjectList { return &gatewayv1.HTTPRouteList{} },
+	gvkGateway:            func() client.ObjectList { return &gatewayv1.GatewayList{} },
+}
+
+// optionalCRDs are the CRDs whose kinds the controller watches once they
+// are established, with the version it needs served.
+var optionalCRDs = map[string]schema.GroupVersionKind{
+	crdLWS:          gvkLWS,
+	crdPoolV1:       gvkPoolV1,
+	crdPoolV1alpha2: gvkPoolV1alpha2,
+	crdHTTPRoute:    gvkHTTPRoute,
+	crdGateway:      gvkGateway,
+	crdCertificate:  gvkCertificate,
+}
+
+// served reports whether crd is established and serves version.
+func served(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	if crd == nil || !crd.DeletionTimestamp.IsZero() {
+		return false
+	}
+	established := false
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	return established && slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return v.Name == version && v.Served
+	})
+}
+
+// availability tracks which optional kinds are watched and usable. A kind
+// becomes available once its watch has started; it stops being available
+// when its CRD goes away (the watch stays, and resumes if the CRD returns).
+type availability struct {
+	mu      sync.RWMutex
+	usable  map[string]bool // by CRD name
+	watched map[string]bool
+}
+
+func newAvailability() *availability {
+	return &availability{usable: map[string]bool{}, watched: map[string]bool{}}
+}
+
+// has reports whether the kind can be read and written now.
+func (a *availability) has(k kind) bool {
+	if k.crd == "" {
+		return true
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.usable[k.crd]
+}
+
+func (a *availability) hasCRD(crd string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.usable[crd]
+}
+
+func (a *availability) set(crd string, usable bool) (changed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	changed = a.usable[crd] != usable
+	a.usable[crd] = usable
+	return changed
+}
+
+// markWatched records that the watch of crd's kind started; it reports
+// false when it already had.
+func (a *availability) markWatched(crd string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watched[crd] {
+		return false
+	}
+	a.watched[crd] = true
+	return true
+}

@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"context"
+
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/internal/certs"
+	"github.com/opendatahub-io/odh-serving/internal/webhook"
+)
+
+// Run applies the CRDs (with ManageCRDs), starts the manager with the
+// controller and, unless DisableWebhooks, the webhooks, and blocks until
+// ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	// Before the manager's cache runs, read and write directly.
+	direct, err := client.New(unthrottled(cfg), client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	if opts.ManageCRDs {
+		if err := applyCRDs(ctx, direct); err != nil {
+			return err
+		}
+	}
+	mgr, err := NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if opts.CertMode == build.CertSelfSigned {
+		opts.ca = newAuthority(mgr, opts)
+		if !opts.DisableWebhooks {
+			w := &certs.WebhookCerts{
+				Client: direct, Namespace: opts.SystemNamespace, ServiceName: opts.WebhookServiceName,
+				CertDir: opts.WebhookCertDir, CA: opts.ca,
+			}
+			if _, err := w.Ensure(ctx); err != nil {
+				return err
+			}
+			if err := mgr.Add(w); err != nil {
+				return err
+			}
+		}
+	}
+	if err := Setup(mgr, opts); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// NewManager returns a manager for the controller: its scheme, a cache that
+// keeps only odh-serving's secrets and cluster-scoped children (and only
+// the watched namespaces, with WatchNamespaces), leader election, metrics,
+// health probes and the webhook server.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	opts = opts.withDefaults()
+	cfg = unthrottled(cfg)
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Secrets are many and sensitive: only ours (serving
+			// certificates and the CA carry managed-by).
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{certs.LabelManagedBy: certs.ManagedBy})},
+			// Cluster-scoped children carry the engine's part-of label.
+			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{build.LabelPartOf: build.PartOf})},
+		},
+	}
+	if opts.SyncPeriod > 0 {
+		cacheOpts.SyncPeriod = &opts.SyncPeriod
+	}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range append(opts.WatchNamespaces, opts.SystemNamespace, opts.IngressGatewayNamespace, opts.InternalGatewayNamespace) {
+			if ns != "" {
+				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
+		// Gateways named in gateway.refs may be anywhere. The cache can be
+		// told so only for an API that is served at start.
+		if ok, err := crdServed(cfg, scheme, crdGateway); err != nil {
+			return nil, err
+		} else if ok {
+			cacheOpts.ByObject[&gatewayv1.Gateway{}] = cache.ByObject{Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}
+		}
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if !opts.DisableWebhooks {
+		mgrOpts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if !opts.DisableWebhooks {
+		webhook.Register(mgr.GetWebhookServer())
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+func crdServed(cfg *rest.Config, scheme *runtime.Scheme, name string) (bool, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return false, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err = c.Get(context.Background(), types.NamespacedName{Name: name}, crd)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get CustomResourceDefinition %s: %w", name, err)
+	}
+	return served(crd, optionalCRDs[name].Version), nil
+}
+
+// unthrottled turns off client-side rate limiting when the config does not
+// set it (client-go's default of 5 requests a second would cap the
+// controller); the API server's priority and fairness limits instead.
+func unthrottled(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
+	return cfg
+}

@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/internal/certs"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// ControllerName names the service controller in logs and metrics.
+const ControllerName = "llminferenceservice"
+
+// Setup adds the service controller and the CRD watcher that enables
+// optional kinds to mgr. mgr should come from NewManager, whose cache
+// settings the controller relies on.
+func Setup(mgr manager.Manager, opts Options) error {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	images, err := presets.Images()
+	if err != nil {
+		return err
+	}
+	maps.Copy(images, opts.Images)
+	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), scheme: mgr.GetScheme(), opts: opts, images: images,
+		presets: &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin, byID: map[string]cachedPreset{}},
+		kinds:   newAvailability(),
+		requeue: make(chan event.GenericEvent, 1024),
+	}
+	if opts.CertMode == build.CertSelfSigned && !opts.StaticMode {
+		r.authority = opts.ca
+		if r.authority == nil {
+			r.authority = newAuthority(mgr, opts)
+		}
+	}
+	ctx := context.Background()
+	if err := r.indexServices(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index LLMInferenceServices: %w", err)
+	}
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha2.LLMInferenceService{}, builder.WithPredicates(serviceChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
+		Watches(&v1alpha2.LLMInferenceServiceConfig{}, handler.EnqueueRequestsFromMapFunc(r.forConfig)).
+		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}, &corev1.Secret{},
+	} {
+		b = b.Watches(obj, r.childHandler(mgr))
+	}
+	b = b.Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(forClusterScoped))
+	c, err := b.Build(r)
+	if err != nil {
+		return fmt.Errorf("build the %s controller: %w", ControllerName, err)
+	}
+	e := &enabler{r: r, mgr: mgr, controller: c}
+
+	// Kinds whose CRDs are there now are watched from the start; the rest
+	// when their CRDs appear.
+	for _, crd := range e.wanted() {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		err := mgr.GetAPIReader().Get(ctx, types.NamespacedName{Name: crd}, got)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get CustomResourceDefinition %s: %w", crd, err)
+		}
+		if err == nil && served(got, optionalCRDs[crd].Version) {
+			if err := e.enable(ctx, crd); err != nil {
+				return err
+			}
+			r.kinds.set(crd, true)
+		}
+	}
+	return e.setup()
+}
+
+func newAuthority(mgr manager.Manager, opts Options) *certs.Authority {
+	return &certs.Authority{
+		Secret: types.NamespacedName{Namespace: opts.SystemNamespace, Name: certs.CASecretName},
+		// Read the CA from the API server: an administrator's CA secret may
+		// lack the label the secret cache selects on.
+		Reader: mgr.GetAPIReader(),
+	}
+}
+
+// serviceChanged passes every event of a service except status-only
+// updates, which are the controller's own writes. Periodic resyncs pass.
+var serviceChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetResourceVersion() == n.GetResourceVersion() ||
+			o.GetGeneration() != n.GetGeneration() ||
+			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+	},
+}
+
+// childHandler maps a child to its service: by controller reference, or in
+// static mode (where Helm makes the children) by the engine's labels.
+func (r *Reconciler) childHandler(mgr manager.Manager) handler.EventHandler {
+	if !r.opts.StaticMode {
+		return handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha2.LLMInferenceService{}, handler.OnlyControllerOwner())
+	}
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		l := obj.GetLabels()
+		if l[build.LabelPartOf] != build.PartOf || l[build.LabelName] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[build.LabelName]}}}
+	})
+}
+
+// requeueAll reconciles every service again, after the kinds the cluster
+// serves changed.
+func (r *Reconciler) requeueAll(ctx context.Context) error {
+	list := &v1alpha2.LLMInferenceServiceList{}
+	if err := r.client.List(ctx, list); err != nil {
+		return fmt.Errorf("list LLMInferenceServices: %w", err)
+	}
+	for i := range list.Items {
+		select {
+		case r.requeue <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,460 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+)
+
+func init() {
+	// TEST_LOG=1 shows the controller's logs.
+	var w io.Writer = io.Discard
+	if os.Getenv("TEST_LOG") != "" {
+		w = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
+}
+
+// recorder counts the write requests (POST, PUT, PATCH, DELETE) a
+// controller sends, and can fail chosen ones with a conflict.
+type recorder struct {
+	mu     sync.Mutex
+	writes []string
+	// conflict, when set, is asked about each write; true answers 409.
+	conflict func(method, path string) bool
+}
+
+func (r *recorder) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			return next.RoundTrip(req)
+		}
+		r.mu.Lock()
+		r.writes = append(r.writes, req.Method+" "+req.URL.Path)
+		fail := r.conflict != nil && r.conflict(req.Method, req.URL.Path)
+		r.mu.Unlock()
+		if fail {
+			body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected conflict","reason":"Conflict","code":409}`
+			return &http.Response{
+				StatusCode: http.StatusConflict, Status: "409 Conflict", Request: req,
+				Header: http.Header{"Content-Type": []string{"application/json"}},
+				Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+			}, nil
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.writes)
+}
+
+func (r *recorder) since(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes[n:]...)
+}
+
+func (r *recorder) setConflict(f func(method, path string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conflict = f
+}
+
+// env is one test's controller, namespace and system namespace.
+type env struct {
+	t    *testing.T
+	ns   string
+	sys  string
+	c    client.Client
+	rec  *recorder
+	opts controller.Options
+	stop func()
+}
+
+var nsSeq atomic.Int64
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// newNamespace creates a namespace named after the test.
+func newNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	base := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(base) > 30 {
+		base = base[:30]
+	}
+	name := strings.Trim(fmt.Sprintf("%s-%s-%d", prefix, base, nsSeq.Add(1)), "-")
+	name = strings.ReplaceAll(name, "--", "-")
+	if err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// start runs a controller for a new namespace, with a new system
+// namespace that holds the ingress gateway.
+func start(t *testing.T, mods ...func(*controller.Options)) *env {
+	t.Helper()
+	e := &env{t: t, c: cp.Client, rec: &recorder{}}
+	e.ns = newNamespace(t, "t")
+	e.sys = newNamespace(t, "sys")
+	e.opts = controller.Options{
+		SystemNamespace: e.sys, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
+	}
+	for _, m := range mods {
+		m(&e.opts)
+	}
+	e.run()
+	return e
+}
+
+// run starts the controller; stop stops it.
+func (e *env) run() {
+	e.t.Helper()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = e.rec.wrap
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- controller.Run(ctx, cfg, e.opts) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("controller: %v", err)
+			}
+		})
+	}
+	e.t.Cleanup(e.stop)
+}
+
+// eventually retries check until it passes or 30 seconds have gone.
+func eventually(t testing.TB, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// create decodes a YAML service or preset into the test namespace.
+func (e *env) create(doc string) *v1alpha2.LLMInferenceService {
+	e.t.Helper()
+	svc := &v1alpha2.LLMInferenceService{}
+	if err := yaml.UnmarshalStrict([]byte(doc), svc); err != nil {
+		e.t.Fatalf("decode service: %v", err)
+	}
+	svc.APIVersion, svc.Kind = v1alpha2.GroupVersion.String(), "LLMInferenceService"
+	svc.Namespace = e.ns
+	if err := e.c.Create(context.Background(), svc); err != nil {
+		e.t.Fatalf("create service %s: %v", svc.Name, err)
+	}
+	return svc
+}
+
+func (e *env) createConfig(namespace, doc string) *v1alpha2.LLMInferenceServiceConfig {
+	e.t.Helper()
+	cfg := &v1alpha2.LLMInferenceServiceConfig{}
+	if err := yaml.UnmarshalStrict([]byte(doc), cfg); err != nil {
+		e.t.Fatalf("decode config: %v", err)
+	}
+	cfg.Namespace = namespace
+	if err := e.c.Create(context.Background(), cfg); err != nil {
+		e.t.Fatalf("create config %s: %v", cfg.Name, err)
+	}
+	return cfg
+}
+
+func (e *env) service(name string) *v1alpha2.LLMInferenceService {
+	e.t.Helper()
+	svc := &v1alpha2.LLMInferenceService{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, svc); err != nil {
+		e.t.Fatalf("get service %s: %v", name, err)
+	}
+	return svc
+}
+
+// update changes a service, retrying on conflicts.
+func (e *env) update(name string, change func(*v1alpha2.LLMInferenceService)) {
+	e.t.Helper()
+	for {
+		svc := e.service(name)
+		change(svc)
+		err := e.c.Update(context.Background(), svc)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			e.t.Fatalf("update service %s: %v", name, err)
+		}
+	}
+}
+
+// exists reports whether obj's kind has an object called name in the
+// test namespace (or cluster-wide for cluster-scoped kinds).
+func (e *env) exists(obj client.Object, name string) bool {
+	e.t.Helper()
+	ns := e.ns
+	if _, ok := obj.(interface{ GetSubjects() }); ok {
+		ns = ""
+	}
+	err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatalf("get %T %s: %v", obj, name, err)
+	}
+	return err == nil
+}
+
+// waitExists waits until every named object exists; waitGone until none does.
+func (e *env) waitExists(obj func() client.Object, names ...string) {
+	e.t.Helper()
+	for _, n := range names {
+		eventually(e.t, fmt.Sprintf("%T %s exists", obj(), n), func() error {
+			if !e.exists(obj(), n) {
+				return fmt.Errorf("not found")
+			}
+			return nil
+		})
+	}
+}
+
+func (e *env) waitGone(obj func() client.Object, names ...string) {
+	e.t.Helper()
+	for _, n := range names {
+		eventually(e.t, fmt.Sprintf("%T %s is deleted", obj(), n), func() error {
+			if e.exists(obj(), n) {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+	}
+}
+
+func cond(svc *v1alpha2.LLMInferenceService, t string) *metav1.Condition {
+	return meta.FindStatusCondition(svc.Status.Conditions, t)
+}
+
+// waitCondition waits until the service's condition has status and, if
+// given, reason.
+func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reason string) *v1alpha2.LLMInferenceService {
+	e.t.Helper()
+	var svc *v1alpha2.LLMInferenceService
+	eventually(e.t, fmt.Sprintf("service %s condition %s=%s %s", name, t, status, reason), func() error {
+		svc = e.service(name)
+		c := cond(svc, t)
+		switch {
+		case c == nil:
+			return fmt.Errorf("no condition %s; conditions: %v", t, svc.Status.Conditions)
+		case c.Status != status || (reason != "" && c.Reason != reason):
+			return fmt.Errorf("%s=%s reason %s: %s", t, c.Status, c.Reason, c.Message)
+		case svc.Status.ObservedGeneration != svc.Generation:
+			return fmt.Errorf("observedGeneration %d, generation %d", svc.Status.ObservedGeneration, svc.Generation)
+		}
+		return nil
+	})
+	return svc
+}
+
+// The statuses the missing controllers would write.
+
+// gateway creates a programmed Gateway with one HTTP listener and an
+// address.
+func (e *env) gateway(namespace, name, address string) {
+	e.t.Helper()
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: "test",
+			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
+		},
+	}
+	ctx := context.Background()
+	if err := e.c.Create(ctx, gw); err != nil {
+		e.t.Fatalf("create gateway %s/%s: %v", namespace, name, err)
+	}
+	gw.Status = gatewayv1.GatewayStatus{
+		Addresses:  []gatewayv1.GatewayStatusAddress{{Type: ptr(gatewayv1.HostnameAddressType), Value: address}},
+		Conditions: []metav1.Condition{condition("Programmed", gw.Generation)},
+	}
+	if err := e.c.Status().Update(ctx, gw); err != nil {
+		e.t.Fatalf("gateway %s/%s status: %v", namespace, name, err)
+	}
+}
+
+func condition(t string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// simulate writes the status that workload, LWS and gateway controllers
+// would write for everything in the test namespace: Deployments and
+// LeaderWorkerSets available, routes and pools accepted by their
+// gateways.
+func (e *env) simulate() {
+	e.t.Helper()
+	e.simulateWorkloads(true)
+	e.simulateRoutes()
+	e.simulatePools()
+}
+
+// simulateWorkloads makes the Deployments available and, with lws, the
+// LeaderWorkerSets.
+func (e *env) simulateWorkloads(lws bool) {
+	e.t.Helper()
+	ctx := context.Background()
+	deployments := &appsv1.DeploymentList{}
+	e.must(e.c.List(ctx, deployments, client.InNamespace(e.ns)))
+	for i := range deployments.Items {
+		d := &deployments.Items[i]
+		if d.Status.ObservedGeneration == d.Generation && len(d.Status.Conditions) > 0 {
+			continue
+		}
+		d.Status.ObservedGeneration = d.Generation
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ready"}}
+		e.ignoreConflict(e.c.Status().Update(ctx, d))
+	}
+	if !lws {
+		return
+	}
+	groups := &lwsv1.LeaderWorkerSetList{}
+	e.must(e.c.List(ctx, groups, client.InNamespace(e.ns)))
+	for i := range groups.Items {
+		l := &groups.Items[i]
+		if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
+			continue
+		}
+		l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
+		e.ignoreConflict(e.c.Status().Update(ctx, l))
+	}
+}
+
+// simulateRoutes has every route accepted by each of its parents.
+func (e *env) simulateRoutes() {
+	e.t.Helper()
+	ctx := context.Background()
+	routes := &gatewayv1.HTTPRouteList{}
+	e.must(e.c.List(ctx, routes, client.InNamespace(e.ns)))
+	for i := range routes.Items {
+		rt := &routes.Items[i]
+		var parents []gatewayv1.RouteParentStatus
+		for _, p := range rt.Spec.ParentRefs {
+			parents = append(parents, gatewayv1.RouteParentStatus{
+				ParentRef: p, ControllerName: "example.com/gateway",
+				Conditions: []metav1.Condition{condition("Accepted", rt.Generation), condition("ResolvedRefs", rt.Generation)},
+			})
+		}
+		if len(rt.Status.Parents) == len(parents) && len(parents) > 0 && rt.Status.Parents[0].Conditions[0].ObservedGeneration == rt.Generation {
+			continue
+		}
+		rt.Status.Parents = parents
+		e.ignoreConflict(e.c.Status().Update(ctx, rt))
+	}
+}
+
+// simulatePools has every InferencePool (both groups) accepted by the
+// ingress gateway.
+func (e *env) simulatePools() {
+	e.t.Helper()
+	ctx := context.Background()
+	gw := gieapiv1.ParentReference{Group: ptr(gieapiv1.Group("gateway.networking.k8s.io")), Kind: "Gateway", Name: "kserve-ingress-gateway", Namespace: gieapiv1.Namespace(e.sys)}
+	v1 := &gieapiv1.InferencePoolList{}
+	e.must(e.c.List(ctx, v1, client.InNamespace(e.ns)))
+	for i := range v1.Items {
+		p := &v1.Items[i]
+		if len(p.Status.Parents) > 0 {
+			continue
+		}
+		p.Status.Parents = []gieapiv1.ParentStatus{{ParentRef: gw, Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)}}}
+		e.ignoreConflict(e.c.Status().Update(ctx, p))
+	}
+	a2 := &gieapixv1alpha2.InferencePoolList{}
+	e.must(e.c.List(ctx, a2, client.InNamespace(e.ns)))
+	for i := range a2.Items {
+		p := &a2.Items[i]
+		if len(p.Status.Parents) > 0 {
+			continue
+		}
+		p.Status.Parents = []gieapixv1alpha2.PoolStatus{{
+			GatewayRef: gieapixv1alpha2.ParentGatewayReference{
+				Group: ptr(gieapixv1alpha2.Group("gateway.networking.k8s.io")), Kind: ptr(gieapixv1alpha2.Kind("Gateway")),
+				Name: "kserve-ingress-gateway", Namespace: ptr(gieapixv1alpha2.Namespace(e.sys)),
+			},
+			Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)},
+		}}
+		e.ignoreConflict(e.c.Status().Update(ctx, p))
+	}
+}
+
+// waitReady simulates the other controllers until the service is Ready.
+func (e *env) waitReady(name string) *v1alpha2.LLMInferenceService {
+	e.t.Helper()
+	var svc *v1alpha2.LLMInferenceService
+	eventually(e.t, "service "+name+" is Ready", func() error {
+		e.simulate()
+		svc = e.service(name)
+		c := cond(svc, v1alpha2.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue || svc.Status.ObservedGeneration != svc.Generation {
+			return fmt.Errorf("Ready: %+v (generation %d, observed %d)", c, svc.Generation, svc.Status.ObservedGeneration)
+		}
+		return nil
+	})
+	return svc
+}
+
+func (e *env) must(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) ignoreConflict(err error) {
+	e.t.Helper()
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+}

@@ -1,0 +1,75 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+)
+
+const prefillDecode = `
+metadata:
+  name: pd
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  replicas: 1
+  prefill:
+    replicas: 2
+  baseRefs:
+  - name: kserve-config-llm-pd-cpu-simulator
+  router:
+    route: {}
+    gateway: {}
+    scheduler: {}
+`
+
+// reconciles is how many reconciles the service controller has done in
+// this process.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller.ControllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// TestZeroWritesInSteadyState: once services have converged, reconciles
+// (here forced by a 1 s cache resync) send no write to the API server.
+func TestZeroWritesInSteadyState(t *testing.T) {
+	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(simulator)
+	e.create(prefillDecode)
+	e.waitReady("sim")
+	e.waitReady("pd")
+
+	// Let the last events settle, then count.
+	time.Sleep(2 * time.Second)
+	before, reconciledBefore := e.rec.count(), reconciles(t)
+	time.Sleep(5 * time.Second)
+	if writes := e.rec.since(before); len(writes) > 0 {
+		t.Errorf("steady state wrote %d times, want 0:\n%v", len(writes), writes)
+	}
+	if n := reconciles(t) - reconciledBefore; n < 6 {
+		t.Errorf("only %v reconciles during the resyncs; the test proves nothing without them", n)
+	} else {
+		t.Logf("%v reconciles, 0 writes", n)
+	}
+}
