@@ -69,7 +69,24 @@ type Authority struct {
 	mu       sync.Mutex
 	state    *caState
 	loadedAt time.Time
+
+	// checked remembers the secrets whose pair was parsed and verified, by
+	// resourceVersion, so a steady-state call does no cryptography.
+	checkedMu sync.Mutex
+	checked   map[types.NamespacedName]checkedLeaf
 }
+
+// checkedLeaf is what a verified secret's certificate needs for the next
+// check: its validity and names, verified against the CA snapshot ca.
+type checkedLeaf struct {
+	uid             types.UID
+	resourceVersion string
+	ca              *caState
+	cert            *x509.Certificate // only NotBefore, NotAfter, DNSNames, IPAddresses
+}
+
+// maxChecked bounds the memo; past it, it starts again empty.
+const maxChecked = 10000
 
 // caState is an immutable snapshot of the CA.
 type caState struct {
@@ -202,19 +219,34 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 	return res, upd, nil
 }
 
-// validLeaf parses the secret's pair and reports whether it can stay.
+// validLeaf reports whether the secret's certificate can stay. The parse,
+// the key match and the signature check are remembered for the secret's
+// resourceVersion and the CA snapshot; time and names are checked always.
 func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now time.Time) (*x509.Certificate, bool) {
-	pair, err := ParsePair(s.Data[KeyCert], s.Data[KeyKey])
-	if err != nil {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	window := a.Lifetimes.WithDefaults().RenewWindow
+	a.checkedMu.Lock()
+	c, ok := a.checked[key]
+	a.checkedMu.Unlock()
+	if !ok || c.uid != s.UID || c.resourceVersion != s.ResourceVersion || c.ca != st || s.ResourceVersion == "" {
+		pair, err := ParsePair(s.Data[KeyCert], s.Data[KeyKey])
+		if err != nil || !SignedBy(pair.Cert, st.bundleCert) {
+			return nil, false
+		}
+		c = checkedLeaf{uid: s.UID, resourceVersion: s.ResourceVersion, ca: st, cert: &x509.Certificate{
+			NotBefore: pair.Cert.NotBefore, NotAfter: pair.Cert.NotAfter, DNSNames: pair.Cert.DNSNames, IPAddresses: pair.Cert.IPAddresses,
+		}}
+		a.checkedMu.Lock()
+		if a.checked == nil || len(a.checked) >= maxChecked {
+			a.checked = map[types.NamespacedName]checkedLeaf{}
+		}
+		a.checked[key] = c
+		a.checkedMu.Unlock()
+	}
+	if rotate, _ := NeedsRotation(c.cert, names, now, window); rotate {
 		return nil, false
 	}
-	if rotate, _ := NeedsRotation(pair.Cert, names, now, a.Lifetimes.WithDefaults().RenewWindow); rotate {
-		return nil, false
-	}
-	if !SignedBy(pair.Cert, st.bundleCert) {
-		return nil, false
-	}
-	return pair.Cert, true
+	return c.cert, true
 }
 
 // current returns the CA, reading it at most every caRefresh and creating or
