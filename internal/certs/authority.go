@@ -59,9 +59,11 @@ const caRefresh = 5 * time.Minute
 type Authority struct {
 	// Secret names the CA secret. Required.
 	Secret types.NamespacedName
-	// Reader reads the CA secret. Nil means the client passed to each call;
-	// pass the manager's API reader when the cache does not hold the
-	// system namespace's secrets.
+	// Reader reads the CA secret (once, then every five minutes). Nil means
+	// the client passed to each call. Pass the manager's API reader
+	// (mgr.GetAPIReader()) unless the cache holds every secret of the system
+	// namespace: a cache limited to other namespaces, or to labelled
+	// secrets, would not see an administrator's CA secret.
 	Reader client.Reader
 	// Lifetimes of the CA and the leaves; zero fields mean the defaults.
 	Lifetimes Lifetimes
@@ -122,7 +124,8 @@ func (a *Authority) Bundle(ctx context.Context, c client.Client, now time.Time) 
 // EnsureServingSecret keeps the secret key holding a serving certificate for
 // dnsNames (IP addresses allowed) signed by the CA: type kubernetes.io/tls
 // with tls.crt, tls.key and ca.crt, labelled managed-by odh-serving and,
-// when owner is not nil, owned by it. It reads through c (the controller's
+// when owner is not nil, owned by it (set whenever the secret is written;
+// a valid secret is not written to add it). It reads through c (the controller's
 // cached client is fine) and writes only when the secret is missing, its
 // certificate needs rotation (see NeedsRotation), does not match its key or
 // was not signed by the CA, or its ca.crt is not the current bundle; only

@@ -107,11 +107,24 @@ func (w *WebhookCerts) Names() []string {
 }
 
 // Ensure makes the webhook certificate, its files and the CA bundle
-// injection right, writing only what differs.
+// injection right, writing only what differs. When another replica wrote
+// the same object first (a conflict), it reads the winner's and goes on.
 func (w *WebhookCerts) Ensure(ctx context.Context) (Result, error) {
 	if w.Client == nil || w.Namespace == "" || w.ServiceName == "" || w.CertDir == "" {
 		return Result{}, errors.New("webhook certificates: Client, Namespace, ServiceName and CertDir are required")
 	}
+	var res Result
+	var err error
+	for range 3 {
+		res, err = w.ensure(ctx)
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
+	return res, err
+}
+
+func (w *WebhookCerts) ensure(ctx context.Context) (Result, error) {
 	now := w.clock().Now()
 	ca := w.authority()
 	st, err := ca.current(ctx, w.Client, w.Client, now)

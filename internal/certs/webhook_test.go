@@ -21,6 +21,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/opendatahub-io/odh-serving/internal/certs"
@@ -286,5 +288,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWebhookCertsReplicasRace: replica B creates the webhook secret while
+// replica A is about to; A's create fails, A reads B's secret and both
+// serve the same certificate from the same CA.
+func TestWebhookCertsReplicasRace(t *testing.T) {
+	var a, b *certs.WebhookCerts
+	raced := false
+	scheme := newClient(t).Scheme()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetName() == certs.WebhookSecretName && !raced {
+				raced = true
+				if _, err := b.Ensure(ctx); err != nil {
+					t.Errorf("replica B: %v", err)
+				}
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	clk := testingclock.NewFakeClock(t0)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a = newWebhookCerts(c, clk, dirA, certs.Lifetimes{})
+	b = newWebhookCerts(c, clk, dirB, certs.Lifetimes{})
+	if _, err := a.Ensure(t.Context()); err != nil {
+		t.Fatalf("replica A: %v", err)
+	}
+	if !raced {
+		t.Fatal("the race did not happen")
+	}
+	bundle, err := a.CA.Bundle(t.Context(), c, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := getSecret(t, c, types.NamespacedName{Namespace: systemNS, Name: certs.WebhookSecretName})
+	want := mustParse(t, secret.Data["tls.crt"])
+	for name, dir := range map[string]string{"A": dirA, "B": dirB} {
+		if got := files(t, dir, bundle, t0); !got.Equal(want) {
+			t.Errorf("replica %s serves a certificate other than the secret's", name)
+		}
 	}
 }
