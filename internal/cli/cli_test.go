@@ -98,16 +98,7 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			code, out, stderr := run(t, tc.stdin, tc.args...)
-			if code == 0 {
-				t.Fatal("exit 0; want an error")
-			}
-			if out != "" {
-				t.Errorf("stdout must be empty on error, got %d bytes", len(out))
-			}
-			if !strings.Contains(stderr, tc.want) {
-				t.Errorf("stderr %q\nwant %q", stderr, tc.want)
-			}
+			failsQuietly(t, tc.stdin, tc.want, tc.args...)
 		})
 	}
 }

@@ -1,0 +1,100 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/cli"
+)
+
+func TestPostRenderStaticMarksRouteWeights(t *testing.T) {
+	code, out, stderr := run(t, string(pdStream(t, 2)), "post-render", "--mode", "static")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs, err := manifest.Split("out", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := 0
+	for _, d := range docs {
+		marked := d.Object.GetAnnotations()[cli.WeightsManagedByAnnotation] == "controller"
+		isRoute := d.Object.GetKind() == "HTTPRoute"
+		if isRoute {
+			routes++
+		}
+		if marked != isRoute {
+			t.Errorf("%s %s: annotation %s present %v; want it on HTTPRoutes only", d.Object.GetKind(), d.Object.GetName(), cli.WeightsManagedByAnnotation, marked)
+		}
+	}
+	if routes != 2 {
+		t.Errorf("%d HTTPRoutes, want one per service", routes)
+	}
+}
+
+func TestPostRenderIsDeterministic(t *testing.T) {
+	stream := string(pdStream(t, 10))
+	_, first, _ := run(t, stream, "post-render", "--mode", "static", "--overlay", "openshift")
+	for range 3 {
+		if _, again, stderr := run(t, stream, "post-render", "--mode", "static", "--overlay", "openshift"); again != first || first == "" {
+			t.Fatalf("two runs differ (stderr %q)", stderr)
+		}
+	}
+}
+
+func TestPostRenderOverlay(t *testing.T) {
+	stream := "apiVersion: v1\nkind: Service\nmetadata: {name: odh-serving-webhook, namespace: ns}\nspec: {ports: [{port: 443}]}\n"
+	code, out, stderr := run(t, stream, "post-render", "--overlay", "openshift", "--overlay", "odh")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"serving-cert-secret-name: odh-serving-webhook-cert", "name: llmisvc-webhook-server-service", "namespace: opendatahub"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q: both overlays apply, in order:\n%s", want, out)
+		}
+	}
+}
+
+func TestPostRenderErrorsWriteNothing(t *testing.T) {
+	svc := string(pdStream(t, 1))
+	tests := map[string]struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		"unknown overlay": {stdin: svc, args: []string{"--overlay", "nope"}, want: `overlay "nope": neither a built-in overlay`},
+		"overlay fails": {
+			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"--overlay", "kubernetes"},
+			want: "overlay kubernetes: ", // its replacements need the controller's Deployment
+		},
+		"overlay fails after a static render": {stdin: svc, args: []string{"--mode", "static", "--overlay", "kubernetes"}, want: "nothing selected by Deployment"},
+		"bad service in static mode": {
+			stdin: "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: s, namespace: team}\nspec: {model: {uri: ftp://x}}\n",
+			args:  []string{"--mode", "static"}, want: "<stdin>:1: render LLMInferenceService team/s",
+		},
+		"bad stream in static mode": {stdin: "kind: [", args: []string{"--mode", "static"}, want: "<stdin>:1:"},
+		"unknown mode":              {stdin: svc, args: []string{"--mode", "dynamic"}, want: `unknown mode "dynamic"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			failsQuietly(t, tc.stdin, tc.want, append([]string{"post-render"}, tc.args...)...)
+		})
+	}
+}
+
+// failsQuietly runs the command line and wants a non-zero exit, want in
+// the error and nothing at all on stdout.
+func failsQuietly(t *testing.T, stdin, want string, args ...string) {
+	t.Helper()
+	code, out, stderr := run(t, stdin, args...)
+	if code == 0 {
+		t.Fatal("exit 0; want an error")
+	}
+	if out != "" {
+		t.Errorf("stdout must be empty on error, got %d bytes", len(out))
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q\nwant %q", stderr, want)
+	}
+}
