@@ -1,0 +1,729 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/localcluster"
+	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
+	"github.com/opendatahub-io/odh-serving/test/simdataplane"
+)
+
+// Names the demo uses; the chart's fixed names are in /work/contracts.md.
+const (
+	systemNamespace = "opendatahub"
+	crdsRelease     = "odh-serving-crds"
+	release         = "odh-serving"
+	crdsChart       = "charts/odh-serving-crds"
+	chart           = "charts/odh-serving"
+	valuesFile      = "test/demo/values-demo.yaml"
+	webhookService  = "odh-serving-webhook"
+	// The upgrade of step 8: llama-pd's decode replicas.
+	upgradeService  = "llama-pd"
+	upgradeReplicas = 3
+	// stateFile records the processes a DEMO_KEEP=1 run leaves running.
+	stateFile = "demo.json"
+	// partOf is the label every child of a service carries.
+	partOf = "app.kubernetes.io/part-of"
+)
+
+// outcome is what a run achieved, for the integration test.
+type outcome struct {
+	// Services by namespace/name, as step 7 left them.
+	Services map[string]serviceState
+	// Objects counts each service's children by kind (step 7).
+	Objects map[string]map[string]int
+	// DecodeBefore and DecodeAfter are the decode Deployment's replicas
+	// around step 8's helm upgrade; DecodeReady its ready replicas after.
+	DecodeBefore, DecodeAfter, DecodeReady int32
+	// UpgradedReady says the upgraded service was Ready again for its new
+	// generation.
+	UpgradedReady bool
+	// Webhooks says the API server reached the controller's webhook.
+	Webhooks bool
+	Elapsed  time.Duration
+}
+
+type serviceState struct {
+	Ready bool
+	Phase string
+	URL   string
+}
+
+// demo is one run of the nine steps.
+type demo struct {
+	*runner
+	out *outcome
+
+	assets, odh, helm string
+	kubeconfig        string
+	restCfg           *rest.Config
+	c                 client.Client
+	services          []serviceRef
+	webhooks          bool
+	healthPort        int
+	controller        *os.Process
+	controllerExited  <-chan error
+	dataplanePID      int
+	// lastStatus is the status table printed last.
+	lastStatus string
+}
+
+type serviceRef struct{ Namespace, Name string }
+
+func (s serviceRef) String() string { return s.Namespace + "/" + s.Name }
+
+// runDemo runs the demo. Unless it keeps its environment, everything it
+// started is stopped before it returns, also on failure.
+func runDemo(ctx context.Context, cfg config) (*outcome, error) {
+	if cfg.Keep && !cfg.Detached {
+		return nil, errors.New("keeping the environment needs detached processes")
+	}
+	d := &demo{runner: &runner{cfg: cfg, start: time.Now()}, out: &outcome{}}
+	err := d.run(ctx)
+	d.out.Elapsed = d.elapsed()
+	if cfg.Keep {
+		if err != nil {
+			fmt.Fprintf(cfg.Out, "\nThe environment stays for inspection (DEMO_KEEP=1); stop it with `go run ./test/demo down`.\n")
+		}
+		return d.out, err
+	}
+	if tdErr := d.tearDown(); tdErr != nil {
+		err = errors.Join(err, fmt.Errorf("tear down: %w", tdErr))
+	}
+	return d.out, err
+}
+
+func (d *demo) run(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{
+		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
+		d.startDataPlane, d.watchStatus, d.upgrade, d.finish,
+	} {
+		if err := step(ctx); err != nil {
+			return fmt.Errorf("step %d: %w", d.step, err)
+		}
+	}
+	return nil
+}
+
+// 1. Build odh-serving; build or reuse etcd, kube-apiserver and helm.
+func (d *demo) build(ctx context.Context) error {
+	d.header("Build odh-serving; reuse etcd, kube-apiserver and helm (hack/setup-test-assets.sh)")
+	for _, p := range []string{crdsChart, chart} {
+		if _, err := os.Stat(filepath.Join(d.cfg.Root, p, "Chart.yaml")); err != nil {
+			return fmt.Errorf("the chart %s is missing (the CHART task provides it): %w", p, err)
+		}
+	}
+	d.odh = d.cfg.Binary
+	if d.odh == "" {
+		d.odh = filepath.Join(d.cfg.Root, "bin", "odh-serving")
+	}
+	if _, err := d.command(ctx, nil, "go", "build", "-o", d.odh, "./cmd/odh-serving"); err != nil {
+		return err
+	}
+	for _, sub := range []string{"controller", "status"} {
+		if out, err := d.quiet(ctx, d.odh, sub, "--help"); err != nil || !strings.Contains(out, "Usage:") {
+			return fmt.Errorf("bin/odh-serving has no %q command (the CONTROLLER task provides it): %w", sub, err)
+		}
+	}
+	assets, err := testAssets(ctx, d.cfg.Root, d.cfg.Out)
+	if err != nil {
+		return err
+	}
+	d.assets, d.helm = assets, filepath.Join(assets, "helm")
+	d.say("tools in %s", d.rel(assets))
+	return nil
+}
+
+// 2. Start the local cluster.
+func (d *demo) startCluster(ctx context.Context) error {
+	d.header("Start kube-apiserver and etcd on loopback (no kubelet, no CRDs yet)")
+	opts := localcluster.Options{Dir: d.cfg.Dir, AssetsDir: d.assets}
+	if d.cfg.Detached {
+		if err := d.stopLeftovers(); err != nil {
+			return err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this program: %w", err)
+		}
+		st, err := localcluster.Up(ctx, opts, []string{self, "devcluster", "serve", "--dir", d.cfg.Dir, "--assets", d.assets})
+		if err != nil {
+			return err
+		}
+		d.onTeardown(func() error { return localcluster.Down(d.cfg.Dir) })
+		d.kubeconfig = st.Kubeconfig
+		d.say("API server %s (supervisor pid %d, etcd pid %d, kube-apiserver pid %d)", st.APIServerURL, st.SupervisorPID, st.EtcdPID, st.APIServerPID)
+	} else {
+		c, err := localcluster.Start(opts)
+		if err != nil {
+			return err
+		}
+		d.onTeardown(c.Stop)
+		d.kubeconfig = c.Kubeconfig
+		d.say("API server %s", c.APIServerURL())
+	}
+	d.say("kubeconfig %s", d.rel(d.kubeconfig))
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", d.kubeconfig, err)
+	}
+	scheme, err := controlplane.NewScheme()
+	if err != nil {
+		return err
+	}
+	d.restCfg = cfg
+	d.c, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return nil
+}
+
+// stopLeftovers stops what an earlier DEMO_KEEP=1 run (or a crashed run)
+// left in the folder.
+func (d *demo) stopLeftovers() error {
+	_, errDemo := os.Stat(filepath.Join(d.cfg.Dir, stateFile))
+	st, errCluster := localcluster.ReadState(d.cfg.Dir)
+	if errDemo != nil && (errCluster != nil || !st.Running()) {
+		return nil
+	}
+	d.say("stopping the environment an earlier run left in %s", d.rel(d.cfg.Dir))
+	return down(d.cfg.Dir, nil)
+}
+
+// helmEnv keeps helm's cache and configuration under bin/demo, away from
+// the user's own.
+func (d *demo) helmEnv() []string {
+	h := filepath.Join(d.cfg.Dir, "helm")
+	return []string{"HELM_CACHE_HOME=" + filepath.Join(h, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(h, "config"), "HELM_DATA_HOME=" + filepath.Join(h, "data")}
+}
+
+func (d *demo) helmArgs(args ...string) []string {
+	return append(args, "--kubeconfig", d.kubeconfig)
+}
+
+// 3. helm install both charts.
+func (d *demo) installCharts(ctx context.Context) error {
+	d.header("helm install odh-serving-crds, then odh-serving (controller mode)")
+	webhookSet := []string{}
+	if ip, err := localcluster.HostIP(); err != nil {
+		d.say("no webhooks: %v; both charts get webhook.enabled=false and the controller --disable-webhooks", err)
+		webhookSet = []string{"--set", "webhook.enabled=false"}
+	} else {
+		d.webhooks = true
+		d.say("webhooks on: the API server will reach the controller through the webhook Service at %s (step 4)", ip)
+	}
+	d.out.Webhooks = d.webhooks
+	crdsArgs := d.helmArgs("install", crdsRelease, filepath.Join(d.cfg.Root, crdsChart), "--namespace", systemNamespace, "--create-namespace",
+		"--set", "createGatewayAPICRDs=true", "--set", "createLWSCRDs=true")
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, append(crdsArgs, webhookSet...)...); err != nil {
+		return err
+	}
+	n, err := d.waitCRDsEstablished(ctx)
+	if err != nil {
+		return err
+	}
+	d.say("%d CRDs established (ours, GIE v1 and v1alpha2, Gateway API, LeaderWorkerSet)", n)
+	args := d.helmArgs("install", release, filepath.Join(d.cfg.Root, chart), "--namespace", systemNamespace,
+		"-f", filepath.Join(d.cfg.Root, valuesFile), "--set", "services=null")
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, append(args, webhookSet...)...); err != nil {
+		return err
+	}
+	presets := &v1alpha2.LLMInferenceServiceConfigList{}
+	if err := d.c.List(ctx, presets, client.InNamespace(systemNamespace)); err != nil {
+		return fmt.Errorf("list the shipped presets: %w", err)
+	}
+	d.say("%d presets in %s, Gateway kserve-ingress-gateway, webhook configuration, RBAC, the controller Deployment at 0 replicas; services come in step 5", len(presets.Items), systemNamespace)
+	return nil
+}
+
+func (d *demo) waitCRDsEstablished(ctx context.Context) (int, error) {
+	n := 0
+	err := d.poll(ctx, "CRDs established", 200*time.Millisecond, func() (bool, error) {
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := d.c.List(ctx, list); err != nil {
+			return false, fmt.Errorf("list CRDs: %w", err)
+		}
+		n = len(list.Items)
+		for i := range list.Items {
+			established := false
+			for _, c := range list.Items[i].Status.Conditions {
+				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return n > 0, nil
+	})
+	return n, err
+}
+
+// freePort asks the kernel for an unused TCP port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// 4. Run the controller as a local process.
+func (d *demo) runController(ctx context.Context) error {
+	d.header("Run odh-serving controller on this machine (no kubelet runs the chart's Deployment)")
+	var err error
+	if d.healthPort, err = freePort(); err != nil {
+		return err
+	}
+	args := []string{d.odh, "controller", "--kubeconfig", d.kubeconfig, "--system-namespace", systemNamespace,
+		"--leader-elect=false", "--metrics-bind-address", ":0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(d.healthPort)}
+	if d.webhooks {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, webhookService, "webhook", int32(port)); err != nil { //nolint:gosec // a port fits
+			return err
+		}
+		ip, _ := localcluster.HostIP()
+		d.say("EndpointSlice %s-localhost: Service %s/%s -> %s:%d, this machine", webhookService, systemNamespace, webhookService, ip, port)
+		args = append(args, "--webhook-port", strconv.Itoa(port), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"))
+	} else {
+		args = append(args, "--disable-webhooks")
+	}
+	logPath := filepath.Join(d.cfg.Dir, "controller.log")
+	d.say("$ %s  > %s", d.commandLine(args[0], args[1:]), d.rel(logPath))
+	proc, exited, err := detach.Start(args, nil, logPath)
+	if err != nil {
+		return err
+	}
+	d.controller, d.controllerExited = proc, exited
+	d.onTeardown(stopProcess(proc, d.cfg.Dir))
+	if err := d.waitControllerReady(ctx, logPath); err != nil {
+		return err
+	}
+	d.say("pid %d, /readyz answers", proc.Pid)
+	if !d.webhooks {
+		return nil
+	}
+	if err := d.waitWebhook(ctx, logPath); err != nil {
+		return err
+	}
+	d.say("the API server reaches the validating webhook: a server-side dry-run create of a service passed it")
+	return nil
+}
+
+func (d *demo) controllerGone(logPath string) error {
+	select {
+	case err := <-d.controllerExited:
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		return fmt.Errorf("the controller exited (%w); %s ends with:\n%s", err, d.rel(logPath), tailFile(logPath, 20))
+	default:
+		return nil
+	}
+}
+
+func (d *demo) waitControllerReady(ctx context.Context, logPath string) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", d.healthPort)
+	return d.poll(ctx, "controller /readyz", 200*time.Millisecond, func() (bool, error) {
+		if err := d.controllerGone(logPath); err != nil {
+			return false, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// waitWebhook waits until a dry-run create passes the validating webhook:
+// the controller serves it and has injected its CA.
+func (d *demo) waitWebhook(ctx context.Context, logPath string) error {
+	var last error
+	err := d.poll(ctx, "validating webhook", 300*time.Millisecond, func() (bool, error) {
+		if err := d.controllerGone(logPath); err != nil {
+			return false, err
+		}
+		probe := &v1alpha2.LLMInferenceService{
+			ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: systemNamespace},
+			Spec:       v1alpha2.LLMInferenceServiceSpec{Model: v1alpha2.LLMModelSpec{Name: ptrTo("probe")}},
+		}
+		last = d.c.Create(ctx, probe, client.DryRunAll)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w; last answer: %w", err, last)
+	}
+	return err
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// 5. Deploy the services with helm upgrade.
+func (d *demo) deployServices(ctx context.Context) error {
+	d.header("Deploy three services from the CPU presets: helm upgrade -f " + valuesFile)
+	services, err := readServices(filepath.Join(d.cfg.Root, valuesFile))
+	if err != nil {
+		return err
+	}
+	d.services = services
+	namespaces := map[string]bool{}
+	for _, s := range services {
+		namespaces[s.Namespace] = true
+	}
+	for _, ns := range sortedKeys(namespaces) {
+		err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		d.say("namespace %s (the team's)", ns)
+	}
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.helmArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
+		"--namespace", systemNamespace, "-f", filepath.Join(d.cfg.Root, valuesFile))...); err != nil {
+		return err
+	}
+	// The controller has seen each service once it reports on it.
+	err = d.poll(ctx, "the controller reports on every service", 300*time.Millisecond, func() (bool, error) {
+		for _, s := range d.services {
+			svc := &v1alpha2.LLMInferenceService{}
+			if err := d.c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, svc); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			if svc.Status.ObservedGeneration != svc.Generation || meta.FindStatusCondition(svc.Status.Conditions, v1alpha2.ConditionReady) == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return errors.Join(err, d.controllerGone(filepath.Join(d.cfg.Dir, "controller.log")))
+	}
+	out, err := d.status(ctx)
+	if err != nil {
+		return err
+	}
+	d.say("before the data plane starts nothing runs, so nothing is Ready:")
+	d.block(out)
+	d.lastStatus = out
+	return nil
+}
+
+// readServices lists the services of the demo's values file.
+func readServices(path string) ([]serviceRef, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var values struct {
+		Services map[string]struct {
+			Namespace string `json:"namespace"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	out := make([]serviceRef, 0, len(values.Services))
+	for name, s := range values.Services {
+		ns := s.Namespace
+		if ns == "" {
+			ns = systemNamespace // the release namespace
+		}
+		out = append(out, serviceRef{Namespace: ns, Name: name})
+	}
+	slices.SortFunc(out, func(a, b serviceRef) int { return strings.Compare(a.String(), b.String()) })
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s has no services", path)
+	}
+	return out, nil
+}
+
+func (d *demo) status(ctx context.Context) (string, error) {
+	out, err := d.quiet(ctx, d.odh, "status", "-A", "--kubeconfig", d.kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("odh-serving status -A: %w", err)
+	}
+	return out, nil
+}
+
+// 6. Start the simulated data plane.
+func (d *demo) startDataPlane(ctx context.Context) error {
+	d.header("Start the SIMULATED data plane (test/simdataplane: plays kubelet, the LWS operator and the gateway)")
+	delay := d.cfg.V1PoolDelay
+	if delay == 0 {
+		delay = simdataplane.DefaultV1PoolDelay
+	}
+	logPath := filepath.Join(d.cfg.Dir, "dataplane.log")
+	if d.cfg.Keep {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this program: %w", err)
+		}
+		proc, _, err := detach.Start([]string{self, "dataplane", "--kubeconfig", d.kubeconfig, "--v1-pool-delay", delay.String()}, nil, logPath)
+		if err != nil {
+			return err
+		}
+		d.dataplanePID = proc.Pid
+		d.onTeardown(stopProcess(proc, d.cfg.Dir))
+	} else {
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", logPath, err)
+		}
+		crlog.SetLogger(zap.New(zap.WriteTo(logFile)))
+		dp, err := simdataplane.New(d.restCfg, simdataplane.Options{V1PoolDelay: delay, Log: logFile})
+		if err != nil {
+			return errors.Join(err, logFile.Close())
+		}
+		dpCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan error, 1)
+		go func() { done <- dp.Start(dpCtx) }()
+		d.onTeardown(func() error {
+			cancel()
+			return errors.Join(<-done, logFile.Close())
+		})
+	}
+	d.say("Deployments and LeaderWorkerSets of services: Available, all replicas ready (no Pod runs)")
+	d.say("Gateways: Programmed at %s (nothing listens there)", simdataplane.DefaultGatewayAddress)
+	d.say("routes and pools: parent status from the gateway; v1alpha2 pools accepted at once, v1 pools %s later", delay)
+	d.say("log: %s", d.rel(logPath))
+	return nil
+}
+
+// 7. Watch the status until every service is Ready on the v1 pool.
+func (d *demo) watchStatus(ctx context.Context) error {
+	d.header("Watch `odh-serving status -A` until every service is Ready and its route is on the v1 InferencePool")
+	err := d.poll(ctx, "services Ready on v1", 500*time.Millisecond, func() (bool, error) {
+		out, err := d.status(ctx)
+		if err != nil {
+			return false, err
+		}
+		if out != d.lastStatus {
+			d.say("[%6.1fs]", d.elapsed().Seconds())
+			d.block(out)
+			d.lastStatus = out
+		}
+		states, err := d.serviceStates(ctx)
+		if err != nil {
+			return false, err
+		}
+		d.out.Services = states
+		for _, s := range states {
+			if !s.Ready || s.Phase != "v1" {
+				return false, nil
+			}
+		}
+		return len(states) == len(d.services), nil
+	})
+	if err != nil {
+		return errors.Join(err, d.controllerGone(filepath.Join(d.cfg.Dir, "controller.log")))
+	}
+	objects, err := d.objectsByService(ctx)
+	if err != nil {
+		return err
+	}
+	d.out.Objects = objects
+	d.say("what each service got, by kind (children labelled %s=llminferenceservice):", partOf)
+	d.block(objectTable(objects, d.services))
+	return nil
+}
+
+func (d *demo) serviceStates(ctx context.Context) (map[string]serviceState, error) {
+	out := map[string]serviceState{}
+	for _, s := range d.services {
+		svc := &v1alpha2.LLMInferenceService{}
+		if err := d.c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, svc); err != nil {
+			return nil, fmt.Errorf("read service %s: %w", s, err)
+		}
+		st := serviceState{
+			Ready: meta.IsStatusConditionTrue(svc.Status.Conditions, v1alpha2.ConditionReady) && svc.Status.ObservedGeneration == svc.Generation,
+			URL:   svc.Status.URL,
+		}
+		if svc.Status.InferencePool != nil {
+			st.Phase = svc.Status.InferencePool.MigrationPhase
+		}
+		out[s.String()] = st
+	}
+	return out, nil
+}
+
+// 8. helm upgrade with a changed decode replica count.
+func (d *demo) upgrade(ctx context.Context) error {
+	d.header(fmt.Sprintf("helm upgrade: %s decode replicas -> %d", upgradeService, upgradeReplicas))
+	i := slices.IndexFunc(d.services, func(s serviceRef) bool { return s.Name == upgradeService })
+	if i < 0 {
+		return fmt.Errorf("%s has no service %s to upgrade", valuesFile, upgradeService)
+	}
+	target := d.services[i]
+	before, err := d.decodeDeployment(ctx, target)
+	if err != nil {
+		return err
+	}
+	d.out.DecodeBefore = ptrDeref(before.Spec.Replicas)
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.helmArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
+		"--namespace", systemNamespace, "-f", filepath.Join(d.cfg.Root, valuesFile),
+		"--set", fmt.Sprintf("services.%s.spec.replicas=%d", upgradeService, upgradeReplicas))...); err != nil {
+		return err
+	}
+	var after *appsv1.Deployment
+	err = d.poll(ctx, "the decode Deployment scaled and the service Ready again", 300*time.Millisecond, func() (bool, error) {
+		dep, err := d.decodeDeployment(ctx, target)
+		if err != nil {
+			return false, err
+		}
+		after = dep
+		if ptrDeref(dep.Spec.Replicas) != upgradeReplicas || dep.Status.ObservedGeneration != dep.Generation || dep.Status.ReadyReplicas != upgradeReplicas {
+			return false, nil
+		}
+		states, err := d.serviceStates(ctx)
+		if err != nil {
+			return false, err
+		}
+		return states[target.String()].Ready, nil
+	})
+	if after != nil {
+		d.out.DecodeAfter, d.out.DecodeReady = ptrDeref(after.Spec.Replicas), after.Status.ReadyReplicas
+	}
+	if err != nil {
+		return err
+	}
+	d.out.UpgradedReady = true
+	d.say("Deployment %s/%s: replicas %d -> %d, generation %d -> %d, %d/%d ready (simulated); %s Ready again",
+		after.Namespace, after.Name, d.out.DecodeBefore, d.out.DecodeAfter, before.Generation, after.Generation,
+		after.Status.ReadyReplicas, d.out.DecodeAfter, target)
+	return nil
+}
+
+func ptrDeref(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+// decodeDeployment finds a service's decode (main workload) Deployment by
+// the engine's labels.
+func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Deployment, error) {
+	list := &appsv1.DeploymentList{}
+	if err := d.c.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{
+		partOf: "llminferenceservice", "app.kubernetes.io/name": s.Name, "app.kubernetes.io/component": "llminferenceservice-workload",
+	}); err != nil {
+		return nil, fmt.Errorf("list Deployments of %s: %w", s, err)
+	}
+	if len(list.Items) != 1 {
+		return nil, fmt.Errorf("service %s has %d decode Deployments, want 1", s, len(list.Items))
+	}
+	return &list.Items[0], nil
+}
+
+// 9. Tear down, or keep the environment.
+func (d *demo) finish(_ context.Context) error {
+	if !d.cfg.Keep {
+		d.header("Tear down: stop the simulated data plane, the controller, kube-apiserver and etcd")
+		if err := d.tearDown(); err != nil {
+			return err
+		}
+		d.say("demo done in %.1fs", d.elapsed().Seconds())
+		return nil
+	}
+	d.header("Keep the environment running (DEMO_KEEP=1)")
+	st := keptState{ControllerPID: d.controller.Pid, DataPlanePID: d.dataplanePID, Dir: d.cfg.Dir}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("record the kept processes: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(d.cfg.Dir, stateFile), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("record the kept processes: %w", err)
+	}
+	d.teardown = nil
+	d.say("export KUBECONFIG=%s", d.kubeconfig)
+	d.say("export PATH=%s:$PATH   # kubectl and helm, as built for the tests", d.assets)
+	d.say("kubectl get llminferenceservices,deployments,leaderworkersets,inferencepools.inference.networking.k8s.io,httproutes -n demo")
+	d.say("bin/odh-serving status -A")
+	d.say("helm list -A")
+	d.say("logs: %s/{controller,dataplane,kube-apiserver,etcd}.log", d.rel(d.cfg.Dir))
+	d.say("stop everything: go run ./test/demo down")
+	d.say("demo done in %.1fs", d.elapsed().Seconds())
+	return nil
+}
+
+// keptState is what down needs to stop a kept environment.
+type keptState struct {
+	ControllerPID int    `json:"controllerPid"`
+	DataPlanePID  int    `json:"dataPlanePid"`
+	Dir           string `json:"dir"`
+}
+
+// down stops what a DEMO_KEEP=1 run left: the simulated data plane, the
+// controller, then the cluster. Nothing left is no error.
+func down(dir string, out io.Writer) error {
+	var errs []error
+	path := filepath.Join(dir, stateFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var st keptState
+		if err := json.Unmarshal(data, &st); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, pid := range []int{st.DataPlanePID, st.ControllerPID} {
+			errs = append(errs, detach.Stop(pid, st.Dir, 15*time.Second))
+		}
+		errs = append(errs, os.Remove(path))
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	errs = append(errs, localcluster.Down(dir))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if out != nil {
+		fmt.Fprintln(out, "demo environment stopped")
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/test/localcluster"
+)
+
+// TestIntegrationDemo runs the demo's nine steps with the cluster and the
+// simulated data plane inside the test, and checks what they achieved: every
+// service Ready with its route on the v1 InferencePool, the children the
+// engine renders for each service (kind by kind) live in the cluster, and
+// the helm upgrade scaled the decode Deployment.
+func TestIntegrationDemo(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	bin := filepath.Join(t.TempDir(), "odh-serving")
+	res, err := runDemo(t.Context(), config{
+		Root: root, Dir: t.TempDir(), Out: &out, Binary: bin,
+		V1PoolDelay: 2 * time.Second, Timeout: 3 * time.Minute,
+	})
+	t.Logf("demo output:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	services, err := readServices(filepath.Join(root, valuesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Services) != len(services) {
+		t.Errorf("%d services reported, want %d: %v", len(res.Services), len(services), res.Services)
+	}
+	for name, s := range res.Services {
+		if !s.Ready || s.Phase != "v1" || s.URL == "" {
+			t.Errorf("service %s: %+v, want Ready on phase v1 with a URL", name, s)
+		}
+	}
+
+	want := renderedKinds(t, root, bin, services)
+	for _, s := range services {
+		got := res.Objects[s.String()]
+		for kind, n := range want[s.String()] {
+			if got[kind] != n {
+				t.Errorf("service %s: %d %s live, the engine renders %d", s, got[kind], kind, n)
+			}
+		}
+		for kind, n := range got {
+			if _, ok := want[s.String()][kind]; !ok {
+				t.Errorf("service %s: %d %s live that the engine does not render", s, n, kind)
+			}
+		}
+	}
+
+	if res.DecodeBefore != 2 || res.DecodeAfter != upgradeReplicas || res.DecodeReady != upgradeReplicas || !res.UpgradedReady {
+		t.Errorf("upgrade: decode replicas %d -> %d (%d ready), service Ready again %t; want 2 -> %d, all ready",
+			res.DecodeBefore, res.DecodeAfter, res.DecodeReady, res.UpgradedReady, upgradeReplicas)
+	}
+	if _, err := localcluster.HostIP(); err == nil && !res.Webhooks {
+		t.Error("this machine can route to itself, yet the demo ran without webhooks")
+	}
+	for _, line := range []string{"1/9 Build", "3/9 helm install", "7/9 Watch", "9/9 Tear down", "dual", "demo done in"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the output lacks %q", line)
+		}
+	}
+}
+
+// renderedKinds renders the demo's services offline at phase v1 and counts
+// each one's objects by kind, named as the demo's summary names them.
+func renderedKinds(t *testing.T, root, bin string, services []serviceRef) map[string]map[string]int {
+	t.Helper()
+	input := filepath.Join(t.TempDir(), "services.yaml")
+	if err := os.WriteFile(input, servicesManifest(t, root), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "render", "-f", input, "--migration-phase", "v1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("render the demo's services: %v\n%s", err, stderr.String())
+	}
+	docs, err := manifest.Split("render", stdout.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]map[string]bool{}
+	for _, d := range docs {
+		gk := d.Object.GroupVersionKind().GroupKind()
+		if groups[gk.Kind] == nil {
+			groups[gk.Kind] = map[string]bool{}
+		}
+		groups[gk.Kind][gk.Group] = true
+	}
+	out := map[string]map[string]int{}
+	for _, s := range services {
+		out[s.String()] = map[string]int{}
+	}
+	for _, d := range docs {
+		svc := serviceRef{Namespace: "", Name: d.Object.GetLabels()["app.kubernetes.io/name"]}
+		for _, s := range services {
+			if s.Name == svc.Name {
+				svc.Namespace = s.Namespace
+			}
+		}
+		gk := d.Object.GroupVersionKind().GroupKind()
+		label := gk.Kind
+		if len(groups[gk.Kind]) > 1 {
+			label = fmt.Sprintf("%s (%s)", gk.Kind, gk.Group)
+		}
+		out[svc.String()][label]++
+	}
+	return out
+}
+
+// servicesManifest turns the services of the demo's values into
+// LLMInferenceService documents, as the chart renders them.
+func servicesManifest(t *testing.T, root string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, valuesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Services map[string]struct {
+			Namespace string         `json:"namespace"`
+			Spec      map[string]any `json:"spec"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, name := range sortedKeys(values.Services) {
+		s := values.Services[name]
+		doc, err := yaml.Marshal(map[string]any{
+			"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
+			"metadata": map[string]any{"name": name, "namespace": s.Namespace}, "spec": s.Spec,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(doc)
+	}
+	return b.Bytes()
+}

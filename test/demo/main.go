@@ -1,0 +1,149 @@
+// Command demo is `make demo`: odh-serving's charts installed with the real
+// helm CLI into a local kube-apiserver, the controller running as a process
+// on this machine, three services on the CPU presets, a SIMULATED data plane
+// in place of kubelet and gateway, the InferencePool migration from dual to
+// v1, and a helm upgrade that changes a workload. See doc.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/opendatahub-io/odh-serving/test/localcluster"
+)
+
+const usage = `usage: go run ./test/demo [command]
+
+commands:
+  (none), run            the demo; DEMO_KEEP=1 keeps the environment running
+  down                   stop what a DEMO_KEEP=1 run left running
+  devcluster up|down     only the local cluster (kube-apiserver + etcd), kubeconfig in bin/demo/
+  dataplane --kubeconfig FILE [--v1-pool-delay 5s]
+                         run the simulated data plane in the foreground
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, "bin", "demo")
+	cmd, rest := "run", args
+	if len(args) > 0 {
+		cmd, rest = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		_, err := runDemo(ctx, config{Root: root, Dir: dir, Out: out, Keep: os.Getenv("DEMO_KEEP") == "1", Detached: true})
+		return err
+	case "down":
+		return down(dir, out)
+	case "devcluster":
+		return devcluster(ctx, root, dir, rest, out)
+	case "dataplane":
+		return dataplane(ctx, rest, out)
+	case "-h", "--help", "help":
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+// devcluster runs the local cluster on its own: up (detached), down, or
+// serve (the supervisor process up starts).
+func devcluster(ctx context.Context, root, dir string, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("devcluster: want up, down or serve")
+	}
+	switch args[0] {
+	case "up":
+		assets, err := testAssets(ctx, root, os.Stderr)
+		if err != nil {
+			return err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("devcluster: find this program: %w", err)
+		}
+		st, err := localcluster.Up(ctx, localcluster.Options{Dir: dir, AssetsDir: assets},
+			[]string{self, "devcluster", "serve", "--dir", dir, "--assets", assets})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "local cluster up: %s (supervisor pid %d)\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl, helm\nstop it: go run ./test/demo devcluster down\n",
+			st.APIServerURL, st.SupervisorPID, st.Kubeconfig, assets)
+		return nil
+	case "down":
+		if err := localcluster.Down(dir); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "local cluster down")
+		return nil
+	case "serve":
+		fs := flag.NewFlagSet("devcluster serve", flag.ContinueOnError)
+		d := fs.String("dir", dir, "the cluster's folder")
+		assets := fs.String("assets", "", "folder of etcd and kube-apiserver")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return localcluster.Serve(ctx, localcluster.Options{Dir: *d, AssetsDir: *assets})
+	}
+	return fmt.Errorf("devcluster: unknown command %q (want up, down or serve)", args[0])
+}
+
+// repoRoot is the folder of go.mod above the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find the repository: no go.mod above the working directory; run the demo from the odh-serving checkout")
+		}
+		dir = parent
+	}
+}
+
+// testAssets builds (once) and returns the folder of etcd, kube-apiserver,
+// kubectl and helm: hack/setup-test-assets.sh, whose progress goes to
+// progress.
+func testAssets(ctx context.Context, root string, progress io.Writer) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "setup-test-assets.sh"))
+	cmd.Dir = root
+	cmd.Stderr = progress
+	outBytes, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/setup-test-assets.sh: %w", err)
+	}
+	dir := strings.TrimSpace(string(outBytes))
+	for _, bin := range []string{"etcd", "kube-apiserver", "kubectl", "helm"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("hack/setup-test-assets.sh printed %q, which lacks %s: %w", dir, bin, err)
+		}
+	}
+	return dir, nil
+}
