@@ -125,19 +125,34 @@ func (c *conditions) sum(parent string, subs []string, emptyReason string) {
 	c.set(parent, metav1.ConditionTrue, emptyReason, "")
 }
 
-// ready sets Ready from WorkloadsReady and RouterReady.
+// ready sets Ready from WorkloadsReady and RouterReady: False with the
+// reason of the first that is not True, preferring one that asks the user
+// to act (a bad reference, a missing CRD, a failed write) over one that
+// only waits.
 func (c *conditions) ready() {
+	var first *metav1.Condition
 	for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady} {
-		if cond := c.get(t); cond == nil || cond.Status != metav1.ConditionTrue {
-			reason, message := ReasonProgressing, t+" is not True yet"
-			if cond != nil {
-				reason, message = cond.Reason, cond.Message
-			}
-			c.set(v1alpha2.ConditionReady, metav1.ConditionFalse, reason, message)
-			return
+		cond := c.get(t)
+		if cond == nil {
+			cond = &metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: ReasonProgressing, Message: t + " is not known yet"}
+		}
+		if cond.Status == metav1.ConditionTrue {
+			continue
+		}
+		if first == nil || (actionable[cond.Reason] && !actionable[first.Reason]) {
+			first = cond
 		}
 	}
+	if first != nil {
+		c.set(v1alpha2.ConditionReady, metav1.ConditionFalse, first.Reason, first.Message)
+		return
+	}
 	c.set(v1alpha2.ConditionReady, metav1.ConditionTrue, ReasonReady, "")
+}
+
+// actionable reasons need someone to change something.
+var actionable = map[string]bool{
+	ReasonRefsInvalid: true, ReasonCRDMissing: true, ReasonReconcileError: true, ReasonCombineBaseError: true, ReasonStopped: true,
 }
 
 // sorted returns the conditions by type, so the status has one order.

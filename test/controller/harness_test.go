@@ -105,6 +105,8 @@ type env struct {
 	rec  *recorder
 	opts controller.Options
 	stop func()
+	// poolFilter, when set, limits the pools simulatePools accepts.
+	poolFilter func(name string) bool
 }
 
 var nsSeq atomic.Int64
@@ -405,7 +407,7 @@ func (e *env) simulatePools() {
 	e.must(e.c.List(ctx, v1, client.InNamespace(e.ns)))
 	for i := range v1.Items {
 		p := &v1.Items[i]
-		if len(p.Status.Parents) > 0 {
+		if len(p.Status.Parents) > 0 || (e.poolFilter != nil && !e.poolFilter(p.Name)) {
 			continue
 		}
 		p.Status.Parents = []gieapiv1.ParentStatus{{ParentRef: gw, Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)}}}
@@ -415,7 +417,7 @@ func (e *env) simulatePools() {
 	e.must(e.c.List(ctx, a2, client.InNamespace(e.ns)))
 	for i := range a2.Items {
 		p := &a2.Items[i]
-		if len(p.Status.Parents) > 0 {
+		if len(p.Status.Parents) > 0 || (e.poolFilter != nil && !e.poolFilter(p.Name)) {
 			continue
 		}
 		p.Status.Parents = []gieapixv1alpha2.PoolStatus{{

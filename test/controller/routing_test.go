@@ -1,21 +1,34 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
-func deployment() client.Object { return &appsv1.Deployment{} }
-func service() client.Object    { return &corev1.Service{} }
-func route() client.Object      { return &gatewayv1.HTTPRoute{} }
-func poolV1() client.Object     { return &gieapiv1.InferencePool{} }
+func deployment() client.Object     { return &appsv1.Deployment{} }
+func service() client.Object        { return &corev1.Service{} }
+func serviceAccount() client.Object { return &corev1.ServiceAccount{} }
+func role() client.Object           { return &rbacv1.Role{} }
+func roleBinding() client.Object    { return &rbacv1.RoleBinding{} }
+func clusterBinding() client.Object { return &rbacv1.ClusterRoleBinding{} }
+func route() client.Object          { return &gatewayv1.HTTPRoute{} }
+func poolV1() client.Object         { return &gieapiv1.InferencePool{} }
+func poolAlpha2() client.Object     { return &gieapixv1alpha2.InferencePool{} }
+func secret() client.Object         { return &corev1.Secret{} }
 
 const simulator = `
 metadata:
@@ -31,6 +44,13 @@ spec:
     scheduler: {}
 `
 
+// The router objects of the service sim.
+var (
+	simEPP     = []string{"sim-kserve-router-scheduler"}
+	simEPPSvc  = []string{"sim-epp-service"}
+	simEPPRBAC = []string{"sim-epp-sa"}
+)
+
 func TestManagedRouteAndGateway(t *testing.T) {
 	e := start(t)
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
@@ -39,19 +59,31 @@ func TestManagedRouteAndGateway(t *testing.T) {
 	e.waitExists(service, "sim-kserve-workload-svc", "sim-epp-service")
 	e.waitExists(route, "sim-kserve-route")
 	e.waitExists(poolV1, "sim-inference-pool")
-	svc := e.waitReady("sim")
+	e.waitExists(secret, "sim-kserve-self-signed-certs")
+	e.waitReady("sim")
+	// Either pool makes the service ready; the move to v1 follows once the
+	// gateway has accepted the v1 pool.
+	var svc *v1alpha2.LLMInferenceService
+	eventually(t, "the route moves to v1", func() error {
+		svc = e.service("sim")
+		if ip := svc.Status.InferencePool; ip == nil || ip.MigrationPhase != "v1" {
+			return fmt.Errorf("status.inferencePool %+v", ip)
+		}
+		return nil
+	})
+	svc = e.waitReady("sim")
 	if want := "http://gw.example.com/" + e.ns + "/sim"; svc.Status.URL != want {
 		t.Errorf("url = %q, want %q", svc.Status.URL, want)
 	}
 	if len(svc.Status.Addresses) != 1 || svc.Status.Addresses[0].Name != "gateway-external" {
 		t.Errorf("addresses = %+v, want one gateway-external", svc.Status.Addresses)
 	}
-	ip := svc.Status.InferencePool
-	if ip == nil || ip.Name != "sim-inference-pool" {
-		t.Fatalf("status.inferencePool = %+v", ip)
+	want := v1alpha2.InferencePoolStatus{Name: "sim-inference-pool", Group: "inference.networking.k8s.io", MigrationPhase: "v1"}
+	if ip := svc.Status.InferencePool; ip == nil || *ip != want {
+		t.Errorf("status.inferencePool = %+v, want %+v", ip, want)
 	}
-	for _, c := range []string{"MainWorkloadReady", "SchedulerWorkloadReady", "GatewaysReady", "HTTPRoutesReady", "InferencePoolReady", v1alpha2.ConditionPresetsCombined} {
-		if got := cond(svc, c); got == nil || got.Status != "True" {
+	for _, c := range []string{"MainWorkloadReady", "SchedulerWorkloadReady", "GatewaysReady", "HTTPRoutesReady", "InferencePoolReady", "InferencePoolMigrated", v1alpha2.ConditionPresetsCombined} {
+		if got := cond(svc, c); got == nil || got.Status != metav1.ConditionTrue {
 			t.Errorf("condition %s = %+v, want True", c, got)
 		}
 	}
@@ -59,5 +91,324 @@ func TestManagedRouteAndGateway(t *testing.T) {
 		if got := cond(svc, c); got != nil {
 			t.Errorf("condition %s = %+v, want none (no such workload)", c, got)
 		}
+	}
+	// The route went to v1 for good: v1 at weight 100, marked.
+	rt := &gatewayv1.HTTPRoute{}
+	e.must(e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-route"}, rt))
+	if rt.Annotations["serving.kserve.io/inference-pool-migrated"] != "v1" {
+		t.Errorf("route annotations = %v, want the migrated mark", rt.Annotations)
+	}
+	if w := poolWeights(rt); !slices.Equal(w["inference.networking.k8s.io"], []int32{100}) || !slices.Equal(w["inference.networking.x-k8s.io"], []int32{0}) {
+		t.Errorf("route pool weights = %v, want v1 100 and v1alpha2 0", w)
+	}
+}
+
+// poolWeights lists the distinct weights of the route's InferencePool
+// backends by group.
+func poolWeights(rt *gatewayv1.HTTPRoute) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, r := range rt.Spec.Rules {
+		for _, b := range r.BackendRefs {
+			if b.Kind == nil || *b.Kind != "InferencePool" || b.Group == nil {
+				continue
+			}
+			w := int32(1)
+			if b.Weight != nil {
+				w = *b.Weight
+			}
+			if g := string(*b.Group); !slices.Contains(out[g], w) {
+				out[g] = append(out[g], w)
+			}
+		}
+	}
+	return out
+}
+
+// backendNames lists the route's backends as group/kind/name.
+func backendNames(rt *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, r := range rt.Spec.Rules {
+		for _, b := range r.BackendRefs {
+			g, k := "", "Service"
+			if b.Group != nil {
+				g = string(*b.Group)
+			}
+			if b.Kind != nil {
+				k = string(*b.Kind)
+			}
+			out = append(out, fmt.Sprintf("%s/%s/%s", g, k, b.Name))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (e *env) route(name string) *gatewayv1.HTTPRoute {
+	e.t.Helper()
+	rt := &gatewayv1.HTTPRoute{}
+	e.must(e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, rt))
+	return rt
+}
+
+// userPool creates an InferencePool the user runs.
+func (e *env) userPool(name string) {
+	e.t.Helper()
+	e.must(e.c.Create(context.Background(), &gieapiv1.InferencePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: gieapiv1.InferencePoolSpec{
+			Selector:          gieapiv1.LabelSelector{MatchLabels: map[gieapiv1.LabelKey]gieapiv1.LabelValue{"app": "platform"}},
+			TargetPorts:       []gieapiv1.Port{{Number: 8000}},
+			EndpointPickerRef: gieapiv1.EndpointPickerRef{Name: "platform-epp", Port: &gieapiv1.Port{Number: 9002}},
+		},
+	}))
+}
+
+func TestExternalPoolRef(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.userPool("platform-pool")
+	// A pool with the managed name that is not the service's: it must not
+	// count for readiness, and must not be deleted.
+	e.userPool("shared-inference-pool")
+	e.poolFilter = func(name string) bool { return name == "shared-inference-pool" }
+	e.create(`
+metadata:
+  name: shared
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    route: {}
+    gateway: {}
+    scheduler:
+      pool:
+        ref:
+          name: platform-pool
+`)
+	e.waitExists(route, "shared-kserve-route")
+	eventually(t, "route backends go to the referenced pool", func() error {
+		got := backendNames(e.route("shared-kserve-route"))
+		if !slices.Contains(got, "inference.networking.k8s.io/InferencePool/platform-pool") || slices.ContainsFunc(got, func(s string) bool { return s == "inference.networking.k8s.io/InferencePool/shared-inference-pool" }) {
+			return fmt.Errorf("backends %v", got)
+		}
+		return nil
+	})
+	eventually(t, "only the referenced pool counts", func() error {
+		e.simulate()
+		c := cond(e.service("shared"), "InferencePoolReady")
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "InferencePoolNotReady" {
+			return fmt.Errorf("InferencePoolReady = %+v", c)
+		}
+		return nil
+	})
+	e.poolFilter = nil
+	svc := e.waitReady("shared")
+	if ip := svc.Status.InferencePool; ip == nil || ip.Name != "platform-pool" {
+		t.Errorf("status.inferencePool = %+v, want platform-pool", ip)
+	}
+	if e.exists(deployment(), "shared-kserve-router-scheduler") {
+		t.Error("an endpoint picker was made for a referenced pool")
+	}
+	if !e.exists(poolV1(), "shared-inference-pool") || e.exists(poolAlpha2(), "shared-inference-pool") {
+		t.Error("the pools with the managed name: want the user's v1 one kept and no v1alpha2 one made")
+	}
+}
+
+func TestNoScheduler(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(`
+metadata:
+  name: small
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    route: {}
+    gateway: {}
+`)
+	e.waitExists(route, "small-kserve-route")
+	svc := e.waitReady("small")
+	if got := backendNames(e.route("small-kserve-route")); !slices.Equal(got, []string{"/Service/small-kserve-workload-svc"}) {
+		t.Errorf("backends = %v, want the workload Service only", got)
+	}
+	if svc.Status.InferencePool != nil {
+		t.Errorf("status.inferencePool = %+v, want none", svc.Status.InferencePool)
+	}
+	for _, c := range []string{"InferencePoolReady", "SchedulerWorkloadReady", "InferencePoolMigrated"} {
+		if cond(svc, c) != nil {
+			t.Errorf("condition %s is set; there is no scheduler", c)
+		}
+	}
+	if e.exists(poolV1(), "small-inference-pool") || e.exists(deployment(), "small-kserve-router-scheduler") {
+		t.Error("a pool or an endpoint picker exists without a scheduler")
+	}
+}
+
+func TestUserRouteSpec(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(`
+metadata:
+  name: sim
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    gateway: {}
+    scheduler: {}
+    route:
+      http:
+        spec:
+          hostnames:
+          - llm.example.com
+`)
+	svc := e.waitReady("sim")
+	rt := e.route("sim-kserve-route")
+	if len(rt.Spec.Hostnames) != 1 || rt.Spec.Hostnames[0] != "llm.example.com" {
+		t.Errorf("route hostnames = %v, want the user's", rt.Spec.Hostnames)
+	}
+	if want := "http://llm.example.com/" + e.ns + "/sim"; svc.Status.URL != want {
+		t.Errorf("url = %q, want %q", svc.Status.URL, want)
+	}
+}
+
+// userRoute creates an HTTPRoute the user manages, attached to the
+// ingress gateway.
+func (e *env) userRoute(name string) {
+	e.t.Helper()
+	ns := gatewayv1.Namespace(e.sys)
+	prefix := gatewayv1.PathMatchPathPrefix
+	path := "/" + name
+	e.must(e.c.Create(context.Background(), &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kserve-ingress-gateway", Namespace: &ns}}},
+			Rules: []gatewayv1.HTTPRouteRule{{
+				Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}},
+				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "sim-kserve-workload-svc", Port: ptr(gatewayv1.PortNumber(8000))}}}},
+			}},
+		},
+	}))
+}
+
+func TestRefsReplaceManagedRoute(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(simulator)
+	e.waitReady("sim")
+	e.userRoute("my-route")
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) {
+		s.Spec.Router.Gateway = nil
+		s.Spec.Router.Route = &v1alpha2.GatewayRoutesSpec{HTTP: &v1alpha2.HTTPRouteSpec{Refs: []corev1.LocalObjectReference{{Name: "my-route"}}}}
+	})
+	e.waitGone(route, "sim-kserve-route")
+	svc := e.waitReady("sim")
+	if !e.exists(route(), "my-route") {
+		t.Error("the user's route is gone")
+	}
+	if want := "http://gw.example.com/my-route"; svc.Status.URL != want {
+		t.Errorf("url = %q, want %q (from the user's route)", svc.Status.URL, want)
+	}
+}
+
+func TestRouterNilDeletesWhatItOwned(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(simulator)
+	e.waitReady("sim")
+	auth := e.ns + "-sim-epp-auth-rb"
+	e.waitExists(clusterBinding, auth)
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
+	e.waitGone(route, "sim-kserve-route")
+	e.waitGone(poolV1, "sim-inference-pool")
+	e.waitGone(poolAlpha2, "sim-inference-pool")
+	e.waitGone(deployment, simEPP...)
+	e.waitGone(service, simEPPSvc...)
+	e.waitGone(serviceAccount, simEPPRBAC...)
+	e.waitGone(role, "sim-epp-role")
+	e.waitGone(roleBinding, "sim-epp-rb")
+	e.waitGone(clusterBinding, auth)
+	svc := e.waitReady("sim")
+	want := []v1alpha2.Address{{Name: "internal", URL: "https://sim-kserve-workload-svc." + e.ns + ".svc.cluster.local"}}
+	if !slices.Equal(svc.Status.Addresses, want) || svc.Status.URL != want[0].URL {
+		t.Errorf("addresses = %+v url %q, want the workload Service", svc.Status.Addresses, svc.Status.URL)
+	}
+	for _, c := range []string{"GatewaysReady", "HTTPRoutesReady", "InferencePoolReady", "SchedulerWorkloadReady"} {
+		if cond(svc, c) != nil {
+			t.Errorf("condition %s is still set after the router was removed", c)
+		}
+	}
+	if !e.exists(deployment(), "sim-kserve") || !e.exists(service(), "sim-kserve-workload-svc") {
+		t.Error("the workload went with the router")
+	}
+}
+
+func TestUnresolvedRefs(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(`
+metadata:
+  name: refs
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    route:
+      http:
+        refs:
+        - name: missing-route
+    scheduler:
+      pool:
+        ref:
+          name: missing-pool
+`)
+	svc := e.waitCondition("refs", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "RefsInvalid")
+	msg := cond(svc, v1alpha2.ConditionRouterReady).Message
+	for _, want := range []string{"HTTPRoute " + e.ns + "/missing-route does not exist", "InferencePool " + e.ns + "/missing-pool does not exist"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("RouterReady message %q does not say %q", msg, want)
+		}
+	}
+	if c := cond(svc, v1alpha2.ConditionReady); c.Reason != "RefsInvalid" {
+		t.Errorf("Ready reason = %s, want RefsInvalid", c.Reason)
+	}
+	// The references come to exist: the events of those objects reach the
+	// service through the reference indexes.
+	e.userRoute("missing-route")
+	e.userPool("missing-pool")
+	e.waitReady("refs")
+
+	// A gateway in gateway.refs that does not exist.
+	e.create(`
+metadata:
+  name: gwrefs
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    route: {}
+    gateway:
+      refs:
+      - name: nowhere
+`)
+	svc = e.waitCondition("gwrefs", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "RefsInvalid")
+	if msg := cond(svc, v1alpha2.ConditionRouterReady).Message; !strings.Contains(msg, "Gateway "+e.ns+"/nowhere does not exist") {
+		t.Errorf("RouterReady message %q does not name the gateway", msg)
+	}
+	e.gateway(e.ns, "nowhere", "nowhere.example.com")
+	svc = e.waitReady("gwrefs")
+	if want := "http://nowhere.example.com/" + e.ns + "/gwrefs"; svc.Status.URL != want {
+		t.Errorf("url = %q, want %q", svc.Status.URL, want)
 	}
 }
