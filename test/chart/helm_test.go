@@ -1,0 +1,145 @@
+package chart
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// helmCmd runs the helm CLI against the control plane. The error carries
+// helm's stderr; stdout is returned.
+func helmCmd(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "helm", args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// mustHelm is helmCmd that fails the test on an error.
+func mustHelm(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := helmCmd(t.Context(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ciValues lists a chart's ci/*-values.yaml files by their short name
+// ("default" for ci/default-values.yaml).
+func ciValues(t *testing.T, chart string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no ci values in %s: %v", chart, err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		out[strings.TrimSuffix(filepath.Base(f), "-values.yaml")] = f
+	}
+	return out
+}
+
+// templateArgs are the arguments of `helm template` for a chart, with the
+// release name and namespace the tests use.
+func templateArgs(chart, valuesFile string, extra ...string) []string {
+	name, ns := "odh-serving", "opendatahub"
+	if chart == crdsChartDir {
+		name, ns = crdsRelease, crdsNamespace
+	}
+	args := []string{"template", name, chart, "--namespace", ns}
+	if valuesFile != "" {
+		args = append(args, "-f", valuesFile)
+	}
+	return append(args, extra...)
+}
+
+// render runs `helm template` and splits the output into objects.
+func render(t *testing.T, args ...string) (string, []*unstructured.Unstructured) {
+	t.Helper()
+	out := mustHelm(t, args...)
+	return out, split(t, out)
+}
+
+// split decodes a YAML stream. (engine/manifest.Split is quadratic in the
+// length of a document, which the 1.3 MB LWS CRD makes slow.)
+func split(t *testing.T, stream string) []*unstructured.Unstructured {
+	t.Helper()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if string(js) == "null" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// find returns the objects of a kind, and with a name when name is not empty.
+func find(objs []*unstructured.Unstructured, kind, name string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// one returns the single object of a kind and name, or fails.
+func one(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	found := find(objs, kind, name)
+	if len(found) != 1 {
+		t.Fatalf("%d %s %s in the output, want 1", len(found), kind, name)
+	}
+	return found[0]
+}
+
+func ensureNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{}
+	ns.Name = name
+	if err := cp.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func mustNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := ensureNamespace(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+}
