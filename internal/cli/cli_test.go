@@ -20,7 +20,7 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 
 func TestRenderExamples(t *testing.T) {
 	code, out, stderr := run(t, "", "render",
-		"-f", "../../examples/single-node.yaml", "-f", "../../examples/prefill-decode.yaml", "-f", "../../examples/data-parallel.yaml")
+		"-f", "../../examples/gpu/single-node.yaml", "-f", "../../examples/gpu/prefill-decode.yaml", "-f", "../../examples/gpu/data-parallel.yaml")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -31,7 +31,7 @@ func TestRenderExamples(t *testing.T) {
 }
 
 func TestRenderFromStdinAsJSON(t *testing.T) {
-	svc, err := os.ReadFile("../../examples/single-node.yaml")
+	svc, err := os.ReadFile("../../examples/gpu/single-node.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 }
 
 func TestRenderExplainGoesToStderr(t *testing.T) {
-	code, out, stderr := run(t, "", "render", "-f", "../../examples/single-node.yaml", "--explain")
+	code, out, stderr := run(t, "", "render", "-f", "../../examples/gpu/single-node.yaml", "--explain")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,71 @@ func servicesManifest(t *testing.T, root string) []byte {
 		b.Write(doc)
 	}
 	return b.Bytes()
+}
+
+// TestExamplesAreTheDemoServices keeps examples/*.yaml the demo's services
+// (same name, namespace and spec as the values file), and examples/gpu the
+// same services by name.
+func TestExamplesAreTheDemoServices(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	docs, err := manifest.Split("values", servicesManifest(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		spec, err := yaml.Marshal(d.Object.Object["spec"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[d.Object.GetNamespace()+"/"+d.Object.GetName()] = string(spec)
+	}
+	examples := func(glob string) map[string]string {
+		files, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no %s: %v", glob, err)
+		}
+		got := map[string]string{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := manifest.Split(f, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				spec, err := yaml.Marshal(d.Object.Object["spec"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[d.Object.GetNamespace()+"/"+d.Object.GetName()] = string(spec)
+			}
+		}
+		return got
+	}
+	cpu := examples("examples/*.yaml")
+	for key, spec := range want {
+		if cpu[key] != spec {
+			t.Errorf("examples/ and %s disagree on %s:\nexample:\n%s\nvalues:\n%s", valuesFile, key, cpu[key], spec)
+		}
+	}
+	if len(cpu) != len(want) {
+		t.Errorf("examples/*.yaml hold %d services, %s %d", len(cpu), valuesFile, len(want))
+	}
+	names := func(m map[string]string) []string {
+		var out []string
+		for key := range m {
+			out = append(out, key[strings.Index(key, "/")+1:])
+		}
+		slices.Sort(out)
+		return out
+	}
+	if gpu := examples("examples/gpu/*.yaml"); !slices.Equal(names(gpu), names(cpu)) {
+		t.Errorf("examples/gpu has services %v, examples/ %v: the GPU versions are the same services", names(gpu), names(cpu))
+	}
 }
