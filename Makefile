@@ -26,8 +26,16 @@ help: ## Show this help.
 ##@ Main
 
 .PHONY: render-example
-render-example: build ## Render the example services offline (the quick look at what odh-serving makes).
-	$(BIN)/odh-serving render $(addprefix -f ,$(sort $(wildcard examples/*.yaml)))
+render-example: build ## Render the example services offline (the quick look at what odh-serving makes): CPU ones and their GPU versions.
+	$(BIN)/odh-serving render $(addprefix -f ,$(sort $(wildcard examples/*.yaml examples/gpu/*.yaml)))
+
+.PHONY: demo
+demo: ## Run the platform locally: charts with helm, the controller, three CPU services, a SIMULATED data plane (DEMO_KEEP=1 keeps it).
+	go run ./test/demo
+
+.PHONY: demo-down
+demo-down: ## Stop what `DEMO_KEEP=1 make demo` left running.
+	go run ./test/demo down
 
 .PHONY: build
 build: ## Build bin/odh-serving.
