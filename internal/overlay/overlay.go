@@ -96,7 +96,7 @@ func Builtin(name string) (*Overlay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay %s: %w", name, err)
 	}
-	return newOverlay(name, path.Join(memBuiltin, name), sub, func(p string) bool { return p != overlays.ExpectedFile })
+	return newOverlay(name, path.Join(memBuiltin, name), sub)
 }
 
 // FromDir reads the overlay in the folder dir and everything under it.
@@ -107,16 +107,16 @@ func FromDir(dir string) (*Overlay, error) {
 	}
 	// The copy sits at the folder's own absolute path, so kustomize's
 	// messages name the real files.
-	return newOverlay(dir, filepath.ToSlash(abs), os.DirFS(dir), func(string) bool { return true })
+	return newOverlay(dir, filepath.ToSlash(abs), os.DirFS(dir))
 }
 
-func newOverlay(name, root string, fsys fs.FS, keep func(string) bool) (*Overlay, error) {
+func newOverlay(name, root string, fsys fs.FS) (*Overlay, error) {
 	o := &Overlay{Name: name, root: root, files: map[string][]byte{}}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !keep(p) {
+		if d.IsDir() {
 			return nil
 		}
 		data, err := fs.ReadFile(fsys, p)
@@ -225,7 +225,7 @@ func (o *Overlay) Apply(stream []byte) ([]byte, error) {
 	build := o.root
 	if o.component {
 		build = memWrapper
-		wrapper := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- ..%s\n", StreamFile, o.root)
+		wrapper := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- ..%s\nsortOptions:\n  order: fifo\n", StreamFile, o.root)
 		if err := writeFile(mem, path.Join(memWrapper, "kustomization.yaml"), []byte(wrapper)); err != nil {
 			return nil, err
 		}
