@@ -36,12 +36,14 @@ func Split(file string, data []byte) ([]Document, error) {
 	line := 1
 	start := 1
 	var cur bytes.Buffer
+	content := false // cur has a line that is neither blank nor a comment
 	flush := func() error {
 		text := cur.Bytes()
 		cur.Reset()
-		if len(bytes.TrimSpace(stripComments(text))) == 0 {
+		if !content {
 			return nil
 		}
+		content = false
 		js, err := yaml.YAMLToJSONStrict(text)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", file, start, err)
@@ -65,11 +67,12 @@ func Split(file string, data []byte) ([]Document, error) {
 			start = line
 			continue
 		}
-		if cur.Len() == 0 || len(bytes.TrimSpace(stripComments(cur.Bytes()))) == 0 {
-			// The document starts at its first line of content.
-			if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "#") {
-				start = line + 1
+		if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "#") {
+			if !content {
+				start = line + 1 // the document starts at its first line of content
 			}
+		} else {
+			content = true
 		}
 		cur.WriteString(text)
 		cur.WriteByte('\n')
@@ -82,17 +85,6 @@ func Split(file string, data []byte) ([]Document, error) {
 		return nil, err
 	}
 	return docs, nil
-}
-
-func stripComments(b []byte) []byte {
-	var out bytes.Buffer
-	for l := range bytes.SplitSeq(b, []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
-			out.Write(l)
-			out.WriteByte('\n')
-		}
-	}
-	return out.Bytes()
 }
 
 // Inputs are the objects of a stream, sorted by what odh-serving does with
