@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -53,10 +54,19 @@ func ValidateConfig(cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
 func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	errs := validateWorkload(&spec.WorkloadSpec, path, true)
-	errs = append(errs, validatePod(spec.Template, path.Child("template"))...)
-	errs = append(errs, validatePod(spec.Worker, path.Child("worker"))...)
 	if spec.Prefill != nil {
 		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), true)...)
+	}
+	return append(errs, validatePods(spec, path)...)
+}
+
+// validatePods applies validatePod to every pod spec of a spec. Every layer
+// is merged by container name, so a layer with a nameless or repeated
+// container fails the merge; checking each layer names the field instead.
+func validatePods(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path) field.ErrorList {
+	errs := validatePod(spec.Template, path.Child("template"))
+	errs = append(errs, validatePod(spec.Worker, path.Child("worker"))...)
+	if spec.Prefill != nil {
 		errs = append(errs, validatePod(spec.Prefill.Template, path.Child("prefill", "template"))...)
 		errs = append(errs, validatePod(spec.Prefill.Worker, path.Child("prefill", "worker"))...)
 	}
@@ -94,6 +104,7 @@ func validatePod(pod *corev1.PodSpec, path *field.Path) field.ErrorList {
 // will be merged into it, so rules a preset could satisfy apply too.
 func validateSpec(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path, complete bool) field.ErrorList {
 	errs := validateWorkload(&spec.WorkloadSpec, path, complete)
+	errs = append(errs, validatePods(spec, path)...)
 	if spec.Prefill != nil {
 		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), complete)...)
 	}
@@ -160,6 +171,12 @@ func validateRouter(r *v1alpha2.RouterSpec, path *field.Path) field.ErrorList {
 	}
 	if r.Scheduler != nil && r.Scheduler.Pool != nil && r.Scheduler.Pool.Ref != nil && r.Scheduler.Pool.Spec != nil {
 		errs = append(errs, field.Forbidden(path.Child("scheduler", "pool", "spec"), "set either scheduler.pool.ref (a pool you manage) or scheduler.pool.spec, not both"))
+	}
+	if r.Scheduler != nil && r.Scheduler.Pool != nil && r.Scheduler.Pool.Spec != nil && r.Scheduler.Pool.Spec.Selector != nil {
+		// The InferencePool CRDs check label values but not keys; an
+		// empty or malformed key would reach the endpoint picker.
+		errs = append(errs, metav1validation.ValidateLabels(r.Scheduler.Pool.Spec.Selector.MatchLabels,
+			path.Child("scheduler", "pool", "spec", "selector", "matchLabels"))...)
 	}
 	return errs
 }

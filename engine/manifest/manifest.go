@@ -113,8 +113,13 @@ func Decode(file string, data []byte) (*Inputs, error) {
 	}
 	in := &Inputs{Docs: docs}
 	var errs []error
+	first := map[string]string{}
 	for _, d := range docs {
 		gvk := d.Object.GroupVersionKind()
+		if err := once(first, &d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if gvk.Group != v1alpha2.GroupVersion.Group {
 			in.Other = append(in.Other, d)
 			continue
@@ -139,6 +144,23 @@ func Decode(file string, data []byte) (*Inputs, error) {
 		}
 	}
 	return in, errors.Join(errs...)
+}
+
+// once records where an object is and fails when the stream held it
+// before, in this or another version: post-render would write its children
+// twice. Presets are left to the catalog, which names both places; objects
+// without a name (generateName) cannot repeat.
+func once(first map[string]string, d *Document) error {
+	gvk := d.Object.GroupVersionKind()
+	if d.Object.GetName() == "" || (gvk.Group == v1alpha2.GroupVersion.Group && gvk.Kind == "LLMInferenceServiceConfig") {
+		return nil
+	}
+	key := gvk.Group + "/" + gvk.Kind + " " + qualified(d.Object)
+	if prev, dup := first[key]; dup {
+		return fmt.Errorf("%s: %s %s is also at %s; a stream may hold each object once", d.Where(), gvk.Kind, qualified(d.Object), prev)
+	}
+	first[key] = d.Where()
+	return nil
 }
 
 // DecodePresets reads a stream that holds only presets.
