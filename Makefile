@@ -95,10 +95,24 @@ test: test-assets ## Run every test: unit tests and integration tests against a 
 test-unit: ## Run the unit tests only (no control plane).
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/)
 
+# Every fuzz target as package:Target; `go test -fuzz` takes one at a time.
+FUZZ_TARGETS := ./api/v1alpha1:FuzzRoundTrip ./engine:FuzzRender ./engine/merge:FuzzMerge \
+	./engine/template:FuzzTemplate ./engine/manifest:FuzzDecodeStream
+
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
-	go test ./api/v1alpha1 -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
-	go test ./engine -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
+fuzz: ## Run every fuzz target for FUZZTIME each, in turn (default 30s; make fuzz FUZZTIME=10m).
+	@for t in $(FUZZ_TARGETS); do \
+		echo "=== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		go test "$${t%%:*}" -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## The CI smoke pass: every fuzz target for 30s.
+	$(MAKE) fuzz FUZZTIME=30s
+
+.PHONY: test-race
+test-race: test-assets ## Run the engine and controller tests with the race detector.
+	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test -race $(GO_TEST_FLAGS) ./engine/... $(if $(wildcard internal/controller/*.go),./internal/controller/...)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
