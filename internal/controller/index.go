@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
@@ -130,8 +131,15 @@ func (q requests) addAll(items []v1alpha2.LLMInferenceService) {
 	}
 }
 
-// owner adds the service that controls obj, if one does.
-func (q requests) owner(obj client.Object) {
+// owner adds the service obj is a child of: the one that controls it, or
+// in static mode (Helm makes the children) the one its labels name.
+func (r *Reconciler) owner(q requests, obj client.Object) {
+	if r.opts.StaticMode {
+		if l := obj.GetLabels(); l[build.LabelPartOf] == build.PartOf && l[build.LabelName] != "" {
+			q.add(obj.GetNamespace(), l[build.LabelName])
+		}
+		return
+	}
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == "LLMInferenceService" &&
 		strings.HasPrefix(ref.APIVersion, v1alpha2.GroupVersion.Group+"/") {
 		q.add(obj.GetNamespace(), ref.Name)
@@ -194,7 +202,7 @@ func (r *Reconciler) forGateway(ctx context.Context, obj client.Object) []reconc
 	}
 	for i := range routes.Items {
 		rt := &routes.Items[i]
-		q.owner(rt)
+		r.owner(q, rt)
 		q.addAll(r.servicesFor(ctx, rt.Namespace, indexRouteRefs, rt.Name))
 	}
 	return q.list()
@@ -203,7 +211,7 @@ func (r *Reconciler) forGateway(ctx context.Context, obj client.Object) []reconc
 // forRoute maps an HTTPRoute to its owner and the services that name it.
 func (r *Reconciler) forRoute(ctx context.Context, obj client.Object) []reconcile.Request {
 	q := requests{}
-	q.owner(obj)
+	r.owner(q, obj)
 	q.addAll(r.servicesFor(ctx, obj.GetNamespace(), indexRouteRefs, obj.GetName()))
 	return q.list()
 }
@@ -212,7 +220,7 @@ func (r *Reconciler) forRoute(ctx context.Context, obj client.Object) []reconcil
 // services that reference it.
 func (r *Reconciler) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
 	q := requests{}
-	q.owner(obj)
+	r.owner(q, obj)
 	q.addAll(r.servicesFor(ctx, obj.GetNamespace(), indexPoolRef, obj.GetName()))
 	return q.list()
 }

@@ -152,6 +152,11 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, err
 	}
 	if err := r.applyAll(ctx, p); err != nil {
+		if onlyNotControlled(err) {
+			// Someone else's object holds a child's name. Its removal sends
+			// no event here, so look again soon rather than back off.
+			return notControlledRetry, nil
+		}
 		return 0, err
 	}
 	if err := r.prune(ctx, p); err != nil {
@@ -436,6 +441,26 @@ func (p *pass) failed(workload bool, err error) {
 	}
 	p.conds.set(t, "False", ReasonReconcileError, err.Error())
 	p.conds.ready()
+}
+
+// notControlledRetry is how often a service whose child's name is taken
+// looks again.
+const notControlledRetry = 30 * time.Second
+
+// onlyNotControlled reports whether every error joined in err says a
+// child's name is taken.
+func onlyNotControlled(err error) bool {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var nc *notControlledError
+		if !errors.As(e, &nc) {
+			return false
+		}
+	}
+	return true
 }
 
 func minPositive(a, b time.Duration) time.Duration {

@@ -133,11 +133,9 @@ func (r *Reconciler) childHandler(mgr manager.Manager) handler.EventHandler {
 		return handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha2.LLMInferenceService{}, handler.OnlyControllerOwner())
 	}
 	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-		l := obj.GetLabels()
-		if l[build.LabelPartOf] != build.PartOf || l[build.LabelName] == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[build.LabelName]}}}
+		q := requests{}
+		r.owner(q, obj)
+		return q.list()
 	})
 }
 

@@ -292,8 +292,8 @@ func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reaso
 			return fmt.Errorf("no condition %s; conditions: %v", t, svc.Status.Conditions)
 		case c.Status != status || (reason != "" && c.Reason != reason):
 			return fmt.Errorf("%s=%s reason %s: %s", t, c.Status, c.Reason, c.Message)
-		case svc.Status.ObservedGeneration != svc.Generation:
-			return fmt.Errorf("observedGeneration %d, generation %d", svc.Status.ObservedGeneration, svc.Generation)
+		case c.ObservedGeneration != svc.Generation:
+			return fmt.Errorf("condition observedGeneration %d, generation %d", c.ObservedGeneration, svc.Generation)
 		}
 		return nil
 	})
@@ -459,4 +459,8 @@ func (e *env) ignoreConflict(err error) {
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		e.t.Fatal(err)
 	}
+}
+
+func clientKey(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
 }

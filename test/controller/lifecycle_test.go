@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+)
+
+// TestChildDeletedOrEditedByHand: a deleted child comes back, a hand edit
+// of a field the controller sets is undone.
+func TestChildDeletedOrEditedByHand(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(simulator)
+	e.waitReady("sim")
+	ctx := context.Background()
+
+	d := &appsv1.Deployment{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, d))
+	e.must(e.c.Delete(ctx, d))
+	eventually(t, "the Deployment comes back", func() error {
+		again := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, again); err != nil {
+			return err
+		}
+		if again.UID == d.UID {
+			return fmt.Errorf("still the old one")
+		}
+		return nil
+	})
+
+	// The cluster-scoped binding is found again through its owner annotation.
+	crb := &rbacv1.ClusterRoleBinding{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Name: e.ns + "-sim-epp-auth-rb"}, crb))
+	e.must(e.c.Delete(ctx, crb))
+	eventually(t, "the ClusterRoleBinding comes back", func() error {
+		again := &rbacv1.ClusterRoleBinding{}
+		if err := e.c.Get(ctx, client.ObjectKey{Name: crb.Name}, again); err != nil {
+			return err
+		}
+		if again.UID == crb.UID {
+			return fmt.Errorf("still the old one")
+		}
+		return nil
+	})
+
+	// A hand edit of a field the controller owns.
+	svc := &corev1.Service{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-workload-svc"}, svc))
+	svc.Spec.Selector["llm-d.ai/role"] = "prefill"
+	e.must(e.c.Update(ctx, svc))
+	eventually(t, "the hand edit is undone", func() error {
+		again := &corev1.Service{}
+		e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-workload-svc"}, again))
+		if got := again.Spec.Selector["llm-d.ai/role"]; got != "both" {
+			return fmt.Errorf("selector role %q", got)
+		}
+		return nil
+	})
+}
+
+// TestForeignObjectsUntouched: an object with a child's labels that the
+// service does not control is never deleted, and an object holding a
+// child's name is neither changed nor adopted.
+func TestForeignObjectsUntouched(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	ctx := context.Background()
+	intruder := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "intruder", Labels: map[string]string{
+			"app.kubernetes.io/part-of": "llminferenceservice", "app.kubernetes.io/name": "sim",
+		}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	e.must(e.c.Create(ctx, intruder))
+	squatter := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sim-epp-sa", Labels: map[string]string{"team": "other"}}}
+	e.must(e.c.Create(ctx, squatter))
+
+	e.create(simulator)
+	svc := e.waitCondition("sim", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "ReconcileError")
+	if msg := cond(svc, v1alpha2.ConditionRouterReady).Message; !strings.Contains(msg, "ServiceAccount "+e.ns+"/sim-epp-sa exists and is not controlled by this LLMInferenceService") {
+		t.Errorf("RouterReady message %q does not name the squatter", msg)
+	}
+	e.waitExists(deployment, "sim-kserve") // the rest is applied
+	got := &corev1.ServiceAccount{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-epp-sa"}, got))
+	if len(got.OwnerReferences) > 0 || got.Labels["app.kubernetes.io/name"] != "" || got.Annotations[controller.AnnotationAppliedHash] != "" {
+		t.Errorf("the squatting ServiceAccount was changed: %+v", got.ObjectMeta)
+	}
+
+	// Removing the router deletes the service's router children; the
+	// intruder with the same labels stays.
+	e.must(e.c.Delete(ctx, squatter))
+	e.waitReady("sim")
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
+	e.waitGone(serviceAccount, "sim-epp-sa")
+	e.waitReady("sim")
+	if !e.exists(service(), "intruder") {
+		t.Error("the intruder Service was deleted")
+	}
+}
+
+// TestConflictRetried: status writes that fail with a conflict are retried
+// until they land.
+func TestConflictRetried(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	failed := 0
+	e.rec.setConflict(func(method, path string) bool {
+		if method == "PATCH" && strings.HasSuffix(path, "/llminferenceservices/sim/status") && failed < 3 {
+			failed++
+			return true
+		}
+		return false
+	})
+	e.create(simulator)
+	e.waitReady("sim")
+	e.rec.setConflict(nil)
+	if failed != 3 {
+		t.Errorf("%d status writes failed, want 3", failed)
+	}
+}
+
+// TestPresetChangeReachesItsUsers: changing a preset re-renders the
+// services that use it, in its namespace, or everywhere for one in the
+// system namespace.
+func TestPresetChangeReachesItsUsers(t *testing.T) {
+	e := start(t)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.createConfig(e.ns, `
+metadata:
+  name: team-preset
+spec:
+  template:
+    containers:
+    - name: main
+      env:
+      - name: TEAM
+        value: "1"
+`)
+	user := strings.Replace(simulator, "  - name: kserve-config-llm-cpu-simulator", "  - name: kserve-config-llm-cpu-simulator\n  - name: team-preset", 1)
+	e.create(strings.Replace(user, "name: sim", "name: user", 1))
+	e.create(`
+metadata:
+  name: plain
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+`)
+	e.waitReady("user")
+	e.waitReady("plain")
+	if env := mainEnv(e, "user-kserve", "TEAM"); env != "1" {
+		t.Fatalf("TEAM = %q before the change", env)
+	}
+	cfg := &v1alpha2.LLMInferenceServiceConfig{}
+	e.must(e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "team-preset"}, cfg))
+	cfg.Spec.Template.Containers[0].Env[0].Value = "2"
+	e.must(e.c.Update(context.Background(), cfg))
+	eventually(t, "the baseRef change reaches its user", func() error {
+		if env := mainEnv(e, "user-kserve", "TEAM"); env != "2" {
+			return fmt.Errorf("TEAM = %q", env)
+		}
+		return nil
+	})
+
+	// A well-known preset replaced in the system namespace: the services
+	// with a route get the change, the one without does not need it.
+	data, err := os.ReadFile("../../presets/config-llm-router-route/preset.yaml")
+	e.must(err)
+	route := &v1alpha2.LLMInferenceServiceConfig{}
+	e.must(yaml.UnmarshalStrict(data, route))
+	route.Name = "kserve-config-llm-router-route"
+	route.Namespace = e.sys
+	route.Spec.Router.Route.HTTP.Spec.Hostnames = append(route.Spec.Router.Route.HTTP.Spec.Hostnames, "preset.example.com")
+	e.must(e.c.Create(context.Background(), route))
+	eventually(t, "the system preset reaches the route", func() error {
+		if h := e.route("user-kserve-route").Spec.Hostnames; len(h) != 1 || h[0] != "preset.example.com" {
+			return fmt.Errorf("hostnames %v", h)
+		}
+		return nil
+	})
+}
+
+func mainEnv(e *env, deployment, name string) string {
+	e.t.Helper()
+	d := &appsv1.Deployment{}
+	e.must(e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: deployment}, d))
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "main" {
+			continue
+		}
+		for _, v := range c.Env {
+			if v.Name == name {
+				return v.Value
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// TestStaticMode: Helm made the children (here: the test, in phase dual);
+// the controller only moves the route's weights, under its own field
+// manager, and reports status.
+func TestStaticMode(t *testing.T) {
+	e := start(t, func(o *controller.Options) { o.StaticMode = true })
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	ctx := context.Background()
+	svc := e.create(simulator)
+	catalog, err := presets.Catalog(e.sys, "kserve-", nil)
+	e.must(err)
+	images, err := presets.Images()
+	e.must(err)
+	res, err := engine.Render(ctx, svc, catalog, engine.Options{SystemNamespace: e.sys, Phase: build.PhaseDual, Images: images})
+	e.must(err)
+	objs, err := res.Unstructured()
+	e.must(err)
+	for _, u := range objs {
+		e.must(e.c.Create(ctx, u, client.FieldOwner("helm")))
+	}
+
+	eventually(t, "the route moves to v1", func() error {
+		e.simulate()
+		rt := e.route("sim-kserve-route")
+		if w := poolWeights(rt); !slices.Equal(w["inference.networking.k8s.io"], []int32{100}) {
+			return fmt.Errorf("weights %v", w)
+		}
+		return nil
+	})
+	rt := e.route("sim-kserve-route")
+	managers := map[string]bool{}
+	for _, m := range rt.ManagedFields {
+		managers[m.Manager] = true
+	}
+	if !managers["odh-serving-migration"] || managers["odh-serving"] {
+		t.Errorf("route field managers = %v, want helm and odh-serving-migration only", managers)
+	}
+	got := e.waitReady("sim")
+	if ip := got.Status.InferencePool; ip == nil || ip.MigrationPhase != "v1" {
+		t.Errorf("status.inferencePool = %+v, want phase v1", ip)
+	}
+	if len(got.Finalizers) > 0 {
+		t.Errorf("finalizers %v in static mode", got.Finalizers)
+	}
+	d := &appsv1.Deployment{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, d))
+	if len(d.OwnerReferences) > 0 || d.Annotations[controller.AnnotationAppliedHash] != "" {
+		t.Errorf("static mode touched the Deployment: %+v", d.ObjectMeta)
+	}
+}

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
+)
+
+// kubeconfig writes a kubeconfig for the control plane's administrator.
+func kubeconfig(t *testing.T, namespace string) string {
+	t.Helper()
+	cfg := cp.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: namespace}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestStatusCommand prints services whose status is written here (no
+// controller runs for these namespaces, whose names are fixed so the
+// output is).
+func TestStatusCommand(t *testing.T) {
+	ctx := context.Background()
+	for _, ns := range []string{"status-cli-a", "status-cli-b"} {
+		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	ready := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: status, Reason: reason, LastTransitionTime: metav1.Now()}}
+	}
+	for _, s := range []struct {
+		ns, name string
+		status   v1alpha2.LLMInferenceServiceStatus
+	}{
+		{"status-cli-a", "qwen", v1alpha2.LLMInferenceServiceStatus{
+			Conditions:    ready(metav1.ConditionTrue, "Ready"),
+			URL:           "http://gw.example.com/status-cli-a/qwen",
+			InferencePool: &v1alpha2.InferencePoolStatus{Name: "qwen-inference-pool", Group: "inference.networking.k8s.io", MigrationPhase: "v1"},
+		}},
+		{"status-cli-a", "llama", v1alpha2.LLMInferenceServiceStatus{
+			Conditions:    ready(metav1.ConditionFalse, "InferencePoolNotReady"),
+			InferencePool: &v1alpha2.InferencePoolStatus{Name: "llama-inference-pool", Group: "inference.networking.x-k8s.io", MigrationPhase: "dual"},
+		}},
+		{"status-cli-a", "small", v1alpha2.LLMInferenceServiceStatus{
+			Conditions: ready(metav1.ConditionFalse, "Stopped"),
+		}},
+		{"status-cli-b", "new", v1alpha2.LLMInferenceServiceStatus{}},
+	} {
+		svc := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name}}
+		svc.Spec.Model.Name = ptr("m")
+		if err := cp.Client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if err := cp.Client.Get(ctx, clientKey(s.ns, s.name), svc); err != nil {
+			t.Fatal(err)
+		}
+		svc.Status = s.status
+		if err := cp.Client.Status().Update(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := cli.Main(args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}); code != 0 {
+			t.Fatalf("odh-serving %v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	kc := kubeconfig(t, "status-cli-a")
+	golden.Assert(t, "testdata/status-namespace.txt", []byte(run("status", "--kubeconfig", kc)))
+	golden.Assert(t, "testdata/status-namespace-b.txt", []byte(run("status", "--kubeconfig", kc, "-n", "status-cli-b")))
+	// Other tests' services are in the list too, and widen its columns:
+	// keep the header and our rows, and align them again as the command
+	// does.
+	var kept bytes.Buffer
+	w := tabwriter.NewWriter(&kept, 0, 8, 3, ' ', 0)
+	for i, line := range strings.Split(run("status", "--kubeconfig", kc, "-A"), "\n") {
+		if i == 0 || strings.HasPrefix(line, "status-cli-") {
+			fmt.Fprintln(w, strings.Join(strings.Fields(line), "\t"))
+		}
+	}
+	e := w.Flush()
+	if e != nil {
+		t.Fatal(e)
+	}
+	golden.Assert(t, "testdata/status-all.txt", kept.Bytes())
+}
