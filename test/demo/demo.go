@@ -49,7 +49,8 @@ const (
 	upgradeService  = "llama-pd"
 	upgradeReplicas = 3
 	// stateFile records the processes a DEMO_KEEP=1 run leaves running.
-	stateFile = "demo.json"
+	stateFile    = "demo.json"
+	dataplaneLog = "dataplane.log"
 	// partOf is the label every child of a service carries.
 	partOf = "app.kubernetes.io/part-of"
 )
@@ -94,6 +95,8 @@ type demo struct {
 	dataplanePID      int
 	// lastStatus is the status table printed last.
 	lastStatus string
+	// dataplaneLog receives the in-process simulated data plane's lines.
+	dataplaneLog *os.File
 }
 
 type serviceRef struct{ Namespace, Name string }
@@ -107,6 +110,22 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 		return nil, errors.New("keeping the environment needs detached processes")
 	}
 	d := &demo{runner: &runner{cfg: cfg, start: time.Now()}, out: &outcome{}}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", cfg.Dir, err)
+	}
+	// controller-runtime's own log lines (the in-process simulated data
+	// plane's) go to its log file; the demo prints progress only. A kept
+	// data plane runs as a process of its own and writes the file itself.
+	logSink := io.Discard
+	if !cfg.Keep {
+		logFile, err := os.Create(filepath.Join(cfg.Dir, dataplaneLog))
+		if err != nil {
+			return nil, fmt.Errorf("create the data plane's log: %w", err)
+		}
+		defer logFile.Close()
+		d.dataplaneLog, logSink = logFile, logFile
+	}
+	crlog.SetLogger(zap.New(zap.WriteTo(logSink)))
 	err := d.run(ctx)
 	d.out.Elapsed = d.elapsed()
 	if cfg.Keep {
@@ -166,6 +185,12 @@ func (d *demo) build(ctx context.Context) error {
 func (d *demo) startCluster(ctx context.Context) error {
 	d.header("Start kube-apiserver and etcd on loopback (no kubelet, no CRDs yet)")
 	opts := localcluster.Options{Dir: d.cfg.Dir, AssetsDir: d.assets}
+	d.onTeardown(func() error {
+		if err := os.Remove(filepath.Join(d.cfg.Dir, stateFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the demo's state: %w", err)
+		}
+		return nil
+	})
 	if d.cfg.Detached {
 		if err := d.stopLeftovers(); err != nil {
 			return err
@@ -199,6 +224,8 @@ func (d *demo) startCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A local API server: no need for client-go's 5 requests a second.
+	cfg.QPS, cfg.Burst = 200, 400
 	d.restCfg = cfg
 	d.c, err = client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -207,16 +234,33 @@ func (d *demo) startCluster(ctx context.Context) error {
 	return nil
 }
 
-// stopLeftovers stops what an earlier DEMO_KEEP=1 run (or a crashed run)
-// left in the folder.
+// stopLeftovers stops what an earlier DEMO_KEEP=1 run, or a run that was
+// killed before it could tear down, left in the folder.
 func (d *demo) stopLeftovers() error {
 	_, errDemo := os.Stat(filepath.Join(d.cfg.Dir, stateFile))
-	st, errCluster := localcluster.ReadState(d.cfg.Dir)
-	if errDemo != nil && (errCluster != nil || !st.Running()) {
+	_, errCluster := os.Stat(filepath.Join(d.cfg.Dir, localcluster.StateFile))
+	if errDemo != nil && errCluster != nil {
 		return nil
 	}
-	d.say("stopping the environment an earlier run left in %s", d.rel(d.cfg.Dir))
+	d.say("stopping what an earlier run left in %s", d.rel(d.cfg.Dir))
 	return down(d.cfg.Dir, nil)
+}
+
+// saveState records the processes started so far, so `down` (or the next
+// run) can stop them even if this run is killed.
+func (d *demo) saveState() error {
+	st := keptState{DataPlanePID: d.dataplanePID, Dir: d.cfg.Dir}
+	if d.controller != nil {
+		st.ControllerPID = d.controller.Pid
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("record the demo's processes: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(d.cfg.Dir, stateFile), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("record the demo's processes: %w", err)
+	}
+	return nil
 }
 
 // helmEnv keeps helm's cache and configuration under bin/demo, away from
@@ -261,7 +305,12 @@ func (d *demo) installCharts(ctx context.Context) error {
 	if err := d.c.List(ctx, presets, client.InNamespace(systemNamespace)); err != nil {
 		return fmt.Errorf("list the shipped presets: %w", err)
 	}
-	d.say("%d presets in %s, Gateway kserve-ingress-gateway, webhook configuration, RBAC, the controller Deployment at 0 replicas; services come in step 5", len(presets.Items), systemNamespace)
+	dep := &appsv1.Deployment{}
+	if err := d.c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "odh-serving-controller"}, dep); err != nil {
+		return fmt.Errorf("read the chart's controller Deployment: %w", err)
+	}
+	d.say("%d presets in %s, Gateway kserve-ingress-gateway, the webhook configuration, RBAC, Deployment odh-serving-controller at %d replicas; services come in step 5",
+		len(presets.Items), systemNamespace, ptrDeref(dep.Spec.Replicas))
 	return nil
 }
 
@@ -328,6 +377,9 @@ func (d *demo) runController(ctx context.Context) error {
 	}
 	d.controller, d.controllerExited = proc, exited
 	d.onTeardown(stopProcess(proc, d.cfg.Dir))
+	if err := d.saveState(); err != nil {
+		return err
+	}
 	if err := d.waitControllerReady(ctx, logPath); err != nil {
 		return err
 	}
@@ -489,7 +541,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 	if delay == 0 {
 		delay = simdataplane.DefaultV1PoolDelay
 	}
-	logPath := filepath.Join(d.cfg.Dir, "dataplane.log")
+	logPath := filepath.Join(d.cfg.Dir, dataplaneLog)
 	if d.cfg.Keep {
 		self, err := os.Executable()
 		if err != nil {
@@ -501,22 +553,20 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 		}
 		d.dataplanePID = proc.Pid
 		d.onTeardown(stopProcess(proc, d.cfg.Dir))
-	} else {
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", logPath, err)
+		if err := d.saveState(); err != nil {
+			return err
 		}
-		crlog.SetLogger(zap.New(zap.WriteTo(logFile)))
-		dp, err := simdataplane.New(d.restCfg, simdataplane.Options{V1PoolDelay: delay, Log: logFile})
+	} else {
+		dp, err := simdataplane.New(d.restCfg, simdataplane.Options{V1PoolDelay: delay, Log: d.dataplaneLog})
 		if err != nil {
-			return errors.Join(err, logFile.Close())
+			return err
 		}
 		dpCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan error, 1)
 		go func() { done <- dp.Start(dpCtx) }()
 		d.onTeardown(func() error {
 			cancel()
-			return errors.Join(<-done, logFile.Close())
+			return <-done
 		})
 	}
 	d.say("Deployments and LeaderWorkerSets of services: Available, all replicas ready (no Pod runs)")
@@ -530,6 +580,13 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 func (d *demo) watchStatus(ctx context.Context) error {
 	d.header("Watch `odh-serving status -A` until every service is Ready and its route is on the v1 InferencePool")
 	err := d.poll(ctx, "services Ready on v1", 500*time.Millisecond, func() (bool, error) {
+		// The states first: the table printed after them shows at least
+		// as much progress, so the last table printed is the final one.
+		states, err := d.serviceStates(ctx)
+		if err != nil {
+			return false, err
+		}
+		d.out.Services = states
 		out, err := d.status(ctx)
 		if err != nil {
 			return false, err
@@ -539,11 +596,6 @@ func (d *demo) watchStatus(ctx context.Context) error {
 			d.block(out)
 			d.lastStatus = out
 		}
-		states, err := d.serviceStates(ctx)
-		if err != nil {
-			return false, err
-		}
-		d.out.Services = states
 		for _, s := range states {
 			if !s.Ready || s.Phase != "v1" {
 				return false, nil
@@ -663,14 +715,6 @@ func (d *demo) finish(_ context.Context) error {
 		return nil
 	}
 	d.header("Keep the environment running (DEMO_KEEP=1)")
-	st := keptState{ControllerPID: d.controller.Pid, DataPlanePID: d.dataplanePID, Dir: d.cfg.Dir}
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("record the kept processes: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(d.cfg.Dir, stateFile), append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("record the kept processes: %w", err)
-	}
 	d.teardown = nil
 	d.say("export KUBECONFIG=%s", d.kubeconfig)
 	d.say("export PATH=%s:$PATH   # kubectl and helm, as built for the tests", d.assets)
@@ -683,7 +727,8 @@ func (d *demo) finish(_ context.Context) error {
 	return nil
 }
 
-// keptState is what down needs to stop a kept environment.
+// keptState records the demo's processes besides the cluster's: what down
+// needs to stop a kept environment or the leftovers of a killed run.
 type keptState struct {
 	ControllerPID int    `json:"controllerPid"`
 	DataPlanePID  int    `json:"dataPlanePid"`

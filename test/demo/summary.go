@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 )
 
 // objectsByService counts, for each service, the objects of every listable
@@ -25,7 +26,10 @@ func (d *demo) objectsByService(ctx context.Context) (map[string]map[string]int,
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	mc, err := metadata.NewForConfig(d.restCfg)
+	cfg := rest.CopyConfig(d.restCfg)
+	// Listing every kind touches deprecated ones (Endpoints, ComponentStatus).
+	cfg.WarningHandler = rest.NoWarnings{}
+	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
