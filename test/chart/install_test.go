@@ -146,6 +146,7 @@ func TestInstallControllerMode(t *testing.T) {
 	mustExist(t, gvkService, "team-a", "chat-pd")
 	mustNotExist(t, gvkService, ns, "retired")
 	mustNotExist(t, gvkDeployment, ns, "chat-kserve") // no controller runs: no children
+	checkControllerRights(t, ns)
 	userService(t, ns, "users-own")
 
 	mustHelm(t, append([]string{"upgrade"}, append(install,
