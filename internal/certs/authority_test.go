@@ -43,14 +43,14 @@ type writeCounter struct {
 
 func (w *writeCounter) take() int64 { return w.writes.Swap(0) }
 
-func newClient(t *testing.T, objs ...client.Object) *writeCounter {
-	t.Helper()
+func newClient(tb testing.TB, objs ...client.Object) *writeCounter {
+	tb.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	wc := &writeCounter{}
 	count := func() { wc.writes.Add(1) }
