@@ -131,12 +131,19 @@ func (a *Authority) Bundle(ctx context.Context, c client.Client, now time.Time) 
 // was not signed by the CA, or its ca.crt is not the current bundle; only
 // the first cases generate a key. A secret of that name that was not ours
 // is taken over when it needs rotation; its type is kept (it is immutable).
+// When c does not see a secret that exists, the create fails and the call
+// reads it again through Reader, if set.
 func (a *Authority) EnsureServingSecret(ctx context.Context, c client.Client, key types.NamespacedName, dnsNames []string, owner *metav1.OwnerReference, now time.Time) (Result, error) {
 	st, err := a.current(ctx, a.reader(c), c, now)
 	if err != nil {
 		return Result{}, err
 	}
 	res, _, err := a.ensureLeaf(ctx, c, c, st, key, dnsNames, owner, now)
+	if apierrors.IsAlreadyExists(err) && a.Reader != nil {
+		// c did not see the secret (a stale cache, or one limited to our
+		// labels and a secret made by someone else): read it directly.
+		res, _, err = a.ensureLeaf(ctx, a.Reader, c, st, key, dnsNames, owner, now)
+	}
 	return res, err
 }
 

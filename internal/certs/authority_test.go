@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -344,5 +345,47 @@ func TestEnsureServingSecretRefuses(t *testing.T) {
 		if err := call(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// labelledOnly is a cache that holds only secrets labelled managed-by
+// odh-serving, as a controller may configure to save memory.
+type labelledOnly struct{ client.Client }
+
+func (l labelledOnly) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := l.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if obj.GetLabels()["app.kubernetes.io/managed-by"] != "odh-serving" {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	return nil
+}
+
+// TestTakeOverUnseenSecret: a KServe-era secret the cache does not show is
+// found through Reader after the create fails, and taken over.
+func TestTakeOverUnseenSecret(t *testing.T) {
+	c := newClient(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secretKey.Name, Namespace: secretKey.Namespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"tls.crt": []byte("rsa"), "tls.key": []byte("rsa")},
+	})
+	cached := labelledOnly{c}
+	if _, err := (&certs.Authority{Secret: caKey}).EnsureServingSecret(t.Context(), cached, secretKey, svcNames, owner, t0); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("without Reader: err = %v, want AlreadyExists", err)
+	}
+	a := &certs.Authority{Secret: caKey, Reader: c}
+	res, err := a.EnsureServingSecret(t.Context(), cached, secretKey, svcNames, owner, t0)
+	if err != nil || !res.Changed {
+		t.Fatalf("with Reader: Changed=%v err=%v", res.Changed, err)
+	}
+	s := getSecret(t, c, secretKey)
+	leafOf(t, s, svcNames, t0)
+	if s.Type != corev1.SecretTypeOpaque || s.Labels["app.kubernetes.io/managed-by"] != "odh-serving" {
+		t.Errorf("after take-over: type %s, labels %v", s.Type, s.Labels)
+	}
+	c.take()
+	if res, err := a.EnsureServingSecret(t.Context(), cached, secretKey, svcNames, owner, t0.Add(time.Minute)); err != nil || res.Changed || c.take() != 0 {
+		t.Errorf("now labelled and in the cache: Changed=%v err=%v, want no write", res.Changed, err)
 	}
 }
