@@ -56,6 +56,14 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 			Image:        img,
 			Args:         []string{uri, ModelMountPath},
 			VolumeMounts: []corev1.VolumeMount{{Name: provisionVolume, MountPath: ModelMountPath}},
+			// The restricted Pod Security level: the download needs no
+			// privilege (the image runs as a non-root user).
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot:             ptr(true),
+				AllowPrivilegeEscalation: ptr(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
 		}}, pod.InitContainers...)
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: ModelMountPath, ReadOnly: true})
 	case "pvc":

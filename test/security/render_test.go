@@ -1,0 +1,115 @@
+package security
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/cli"
+)
+
+// rendered is what one golden input renders to.
+type rendered struct {
+	// source names the input: a golden case, a preset sample or an example.
+	source string
+	objs   []*unstructured.Unstructured
+	// winners maps each service (namespace/name) to the layer each field
+	// of its merged spec came from, as render --explain prints it.
+	winners map[string]map[string]string
+}
+
+// renderGolden renders every golden input with `odh-serving render`: the
+// engine's golden cases (with their options), every preset's sample and
+// every example.
+func renderGolden(t *testing.T) []rendered {
+	t.Helper()
+	var inputs [][]string // render arguments
+	cases, err := filepath.Glob("../../engine/testdata/*/input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		inputs = append(inputs, append([]string{"-f", c}, caseFlags(t, filepath.Dir(c))...))
+	}
+	for _, pattern := range []string{"../../presets/*/sample.yaml", "../../examples/*.yaml", "../../examples/gpu/*.yaml"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			inputs = append(inputs, []string{"-f", f})
+		}
+	}
+	inputs = append(inputs, []string{"-f", "../../examples/team-preset/presets.yaml", "-f", "../../examples/team-preset/service.yaml"})
+	if len(inputs) < 40 {
+		t.Fatalf("only %d golden inputs", len(inputs))
+	}
+	out := make([]rendered, 0, len(inputs))
+	for _, args := range inputs {
+		var stdout, stderr bytes.Buffer
+		if code := cli.Main(append([]string{"render", "--explain"}, args...), cli.Streams{In: &bytes.Buffer{}, Out: &stdout, Err: &stderr}); code != 0 {
+			t.Fatalf("render %v: %s", args, stderr.String())
+		}
+		docs, err := manifest.Split(args[1], stdout.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rendered{source: args[1], winners: parseExplain(stderr.String())}
+		for _, d := range docs {
+			r.objs = append(r.objs, d.Object)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// caseFlags turns a golden case's options.yaml into render flags.
+func caseFlags(t *testing.T, dir string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "options.yaml"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts struct {
+		Phase    string `json:"phase"`
+		CertMode string `json:"certMode"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
+		t.Fatalf("%s/options.yaml: %v", dir, err)
+	}
+	var flags []string
+	if opts.Phase != "" {
+		flags = append(flags, "--migration-phase", opts.Phase)
+	}
+	if opts.CertMode != "" {
+		flags = append(flags, "--cert-mode", opts.CertMode)
+	}
+	return flags
+}
+
+// parseExplain reads render --explain's "# ns/name: the layer each field
+// comes from" sections ("#  field <- layer" lines).
+func parseExplain(text string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	var cur map[string]string
+	for _, line := range strings.Split(text, "\n") {
+		if svc, ok := strings.CutSuffix(line, ": the layer each field comes from"); ok {
+			cur = map[string]string{}
+			out[strings.TrimPrefix(svc, "# ")] = cur
+			continue
+		}
+		if field, layer, ok := strings.Cut(strings.TrimPrefix(line, "#  "), " <- "); ok && cur != nil {
+			cur[field] = layer
+		}
+	}
+	return out
+}
