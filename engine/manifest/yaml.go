@@ -486,12 +486,30 @@ func compareKeys(a, b string) int {
 }
 
 func keyLess(a, b string) bool {
-	ar, br := []rune(a), []rune(b)
+	if isASCII(a) && isASCII(b) {
+		return keyLessIn([]byte(a), []byte(b), func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' },
+			func(c byte) bool { return '0' <= c && c <= '9' })
+	}
+	return keyLessIn([]rune(a), []rune(b), unicode.IsLetter, unicode.IsDigit)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// keyLessIn is yaml.v2's key order over bytes (ASCII keys, where they are
+// characters) or runes.
+func keyLessIn[C byte | rune](ar, br []C, isLetter, isDigit func(C) bool) bool {
 	for i := 0; i < len(ar) && i < len(br); i++ {
 		if ar[i] == br[i] {
 			continue
 		}
-		al, bl := unicode.IsLetter(ar[i]), unicode.IsLetter(br[i])
+		al, bl := isLetter(ar[i]), isLetter(br[i])
 		if al && bl {
 			return ar[i] < br[i]
 		}
@@ -500,7 +518,7 @@ func keyLess(a, b string) bool {
 		}
 		var an, bn int64
 		if ar[i] == '0' || br[i] == '0' {
-			for j := i - 1; j >= 0 && unicode.IsDigit(ar[j]); j-- {
+			for j := i - 1; j >= 0 && isDigit(ar[j]); j-- {
 				if ar[j] != '0' {
 					an, bn = 1, 1
 					break
@@ -508,10 +526,10 @@ func keyLess(a, b string) bool {
 			}
 		}
 		var ai, bi int
-		for ai = i; ai < len(ar) && unicode.IsDigit(ar[ai]); ai++ {
+		for ai = i; ai < len(ar) && isDigit(ar[ai]); ai++ {
 			an = an*10 + int64(ar[ai]-'0')
 		}
-		for bi = i; bi < len(br) && unicode.IsDigit(br[bi]); bi++ {
+		for bi = i; bi < len(br) && isDigit(br[bi]); bi++ {
 			bn = bn*10 + int64(br[bi]-'0')
 		}
 		if an != bn {

@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -182,7 +185,8 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 // all children in input order. Services without a namespace get
 // defaultNamespace; when that is empty too, they are an error. explainTo,
 // when set, receives each service's explanation. Every service is tried, so
-// one run reports every failure.
+// one run reports every failure. Services render on every core; the output
+// and the errors keep the input order.
 func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
 	defaultNamespace string, explainTo io.Writer,
 ) ([]*unstructured.Unstructured, error) {
@@ -191,31 +195,55 @@ func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts 
 		return nil, err
 	}
 	opts.Images = images
+	type rendered struct {
+		objs []*unstructured.Unstructured
+		res  *engine.Result
+		err  error
+	}
+	results := make([]rendered, len(services))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(services)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(services); i = int(next.Add(1) - 1) {
+				r := &results[i]
+				r.res, r.objs, r.err = renderService(services[i], catalog, opts, defaultNamespace)
+			}
+		})
+	}
+	wg.Wait()
 	var objs []*unstructured.Unstructured
 	var errs []error
-	for _, in := range services {
-		svc := in.Service
-		if svc.Namespace == "" {
-			if defaultNamespace == "" {
-				errs = append(errs, fmt.Errorf("%s: LLMInferenceService %s has no namespace; pass the release namespace with --namespace", in.Where, svc.Name))
-				continue
-			}
-			svc.Namespace = defaultNamespace
-		}
-		res, err := engine.Render(ctxBackground(), svc, catalog, opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
+	for i, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
 			continue
 		}
-		rendered, err := res.Unstructured()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", in.Where, err))
-			continue
-		}
-		objs = append(objs, rendered...)
+		objs = append(objs, r.objs...)
 		if explainTo != nil {
-			explain(explainTo, svc.Namespace+"/"+svc.Name, &res.Explanation)
+			svc := services[i].Service
+			explain(explainTo, svc.Namespace+"/"+svc.Name, &r.res.Explanation)
 		}
 	}
 	return objs, errors.Join(errs...)
+}
+
+func renderService(in *manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
+) (*engine.Result, []*unstructured.Unstructured, error) {
+	svc := in.Service
+	if svc.Namespace == "" {
+		if defaultNamespace == "" {
+			return nil, nil, fmt.Errorf("%s: LLMInferenceService %s has no namespace; pass the release namespace with --namespace", in.Where, svc.Name)
+		}
+		svc.Namespace = defaultNamespace
+	}
+	res, err := engine.Render(ctxBackground(), svc, catalog, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", in.Where, err)
+	}
+	objs, err := res.Unstructured()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", in.Where, err)
+	}
+	return res, objs, nil
 }
