@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/naming"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 )
 
@@ -76,10 +77,14 @@ func Example_controller() {
 		panic(err)
 	}
 
-	// In Reconcile, for each service.
+	// In Reconcile, for each service. The name is the one the presets mount.
+	secret, err := naming.ChildName(svc.Name, "-kserve-self-signed-certs")
+	if err != nil {
+		panic(err)
+	}
 	now := time.Now()
 	res, err := ca.EnsureServingSecret(ctx, mgr.GetClient(),
-		types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name + "-kserve-self-signed-certs"},
+		types.NamespacedName{Namespace: svc.Namespace, Name: secret},
 		[]string{svc.Name + "-kserve-workload-svc." + svc.Namespace + ".svc"},
 		metav1.NewControllerRef(svc, v1alpha2.GroupVersion.WithKind("LLMInferenceService")), now)
 	if err != nil {
