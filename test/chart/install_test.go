@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -241,6 +242,22 @@ func TestCRDsChartKeepsCRDs(t *testing.T) {
 	if c := crd.Spec.Conversion; c == nil || c.Strategy != apiextensionsv1.WebhookConverter || c.Webhook.ClientConfig.URL == nil ||
 		*c.Webhook.ClientConfig.URL != webhookURL+"/convert" {
 		t.Errorf("conversion %+v, want the webhook at %s/convert", c, webhookURL)
+	}
+
+	// Every group on: Gateway API's and LWS's CRDs exist already (the control
+	// plane installed them), so Helm has to take them over. The release
+	// Secret holds the chart's files too; it must stay under 1 MiB.
+	mustHelm(t, append(upgrade, "--take-ownership", "--set", "createGatewayAPICRDs=true", "--set", "createLWSCRDs=true")...)
+	secrets := &corev1.SecretList{}
+	if err := cp.Client.List(t.Context(), secrets, client.InNamespace(crdsNamespace), client.MatchingLabels{"owner": "helm", "name": crdsRelease}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		size := len(s.Data["release"])
+		t.Logf("release Secret %s: %d bytes", s.Name, size)
+		if size > 1<<20-32<<10 {
+			t.Errorf("release Secret %s holds %d bytes: less than 32 KiB below the 1 MiB limit", s.Name, size)
+		}
 	}
 
 	mustHelm(t, "uninstall", crdsRelease, "-n", crdsNamespace)
