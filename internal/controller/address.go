@@ -47,6 +47,9 @@ func parentGateways(rt *gatewayv1.HTTPRoute) []gatewayKey {
 	return out
 }
 
+// defaultPorts are left out of URLs.
+var defaultPorts = map[string]int{"http": 80, "https": 443}
+
 // routeAddresses are the URLs a route is reachable at through its Gateways:
 // the listener (by sectionName, else the first) gives the scheme and port;
 // the host is the route's first hostname, else the listener's, else the
@@ -83,7 +86,7 @@ func routeAddresses(rt *gatewayv1.HTTPRoute, gateways map[gatewayKey]*gatewayv1.
 		if l.Protocol == gatewayv1.HTTPSProtocolType || l.Protocol == gatewayv1.TLSProtocolType {
 			scheme = "https"
 		}
-		if port := int(l.Port); port != 0 && !(scheme == "http" && port == 80) && !(scheme == "https" && port == 443) {
+		if port := int(l.Port); port != 0 && port != defaultPorts[scheme] {
 			host = net.JoinHostPort(host, strconv.Itoa(port))
 		}
 		u := url.URL{Scheme: scheme, Host: host, Path: path}

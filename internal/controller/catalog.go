@@ -61,13 +61,6 @@ func (c *presetCache) preset(cfg *v1alpha2.LLMInferenceServiceConfig) *preset.Pr
 	return p
 }
 
-// forget drops a deleted config.
-func (c *presetCache) forget(namespace, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byID, namespace+"/"+name)
-}
-
 // shape is the service's spec merged with its baseRefs: what picks the
 // well-known presets, and where route, gateway and pool references are
 // read from.

@@ -101,11 +101,6 @@ func (c *conditions) remove(types ...string) {
 
 func (c *conditions) get(t string) *metav1.Condition { return meta.FindStatusCondition(c.list, t) }
 
-func (c *conditions) isFalse(t string) bool {
-	cond := c.get(t)
-	return cond != nil && cond.Status == metav1.ConditionFalse
-}
-
 // sum sets parent from its sub-conditions: False with the first False
 // one's reason and message, else True. Missing or Unknown ones do not
 // block.

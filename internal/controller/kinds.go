@@ -95,9 +95,6 @@ var childKinds = []kind{
 	{gvk: gvkHTTPRoute, crd: crdHTTPRoute},
 }
 
-// gatewayKind is read (never written) for readiness and URLs.
-var gatewayKind = kind{gvk: gvkGateway, crd: crdGateway}
-
 func kindOf(gvk schema.GroupVersionKind) (kind, bool) {
 	i := slices.IndexFunc(childKinds, func(k kind) bool { return k.gvk == gvk })
 	if i < 0 {

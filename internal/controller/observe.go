@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -93,53 +94,53 @@ func stopped(svc *v1alpha2.LLMInferenceService) bool {
 }
 
 func (r *Reconciler) workloads(ctx context.Context, p *pass, l layout) error {
-	ns := p.svc.Namespace
-	deploy := func(t, name string) error {
-		if name == "" {
-			p.conds.remove(t)
-			return nil
-		}
-		d := &appsv1.Deployment{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: name}, d)
-		if err != nil {
-			return err
-		}
-		v := notReady(ReasonProgressing, "Deployment %s: not created yet", name)
-		if found {
-			v = deploymentVerdict(d)
-		}
-		p.conds.setBool(t, v.ok, v.reason, v.message)
-		return nil
-	}
-	group := func(t, name string) error {
-		if name == "" {
-			p.conds.remove(t)
-			return nil
-		}
-		lws := &lwsv1.LeaderWorkerSet{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: name}, lws)
-		if err != nil {
-			return err
-		}
-		v := notReady(ReasonProgressing, "LeaderWorkerSet %s: not created yet", name)
-		if found {
-			v = lwsVerdict(lws)
-		}
-		p.conds.setBool(t, v.ok, v.reason, v.message)
-		return nil
-	}
-	for _, step := range []func() error{
-		func() error { return deploy(ConditionMainWorkloadReady, l.main) },
-		func() error { return group(ConditionWorkerWorkloadReady, l.mainLWS) },
-		func() error { return deploy(ConditionPrefillWorkloadReady, l.prefill) },
-		func() error { return group(ConditionPrefillWorkerWorkloadReady, l.prefillLWS) },
+	main, prefill := &appsv1.Deployment{}, &appsv1.Deployment{}
+	mainLWS, prefillLWS := &lwsv1.LeaderWorkerSet{}, &lwsv1.LeaderWorkerSet{}
+	for _, c := range []struct {
+		condition, name string
+		obj             client.Object
+		judge           func() verdict
+	}{
+		{ConditionMainWorkloadReady, l.main, main, func() verdict { return deploymentVerdict(main) }},
+		{ConditionWorkerWorkloadReady, l.mainLWS, mainLWS, func() verdict { return lwsVerdict(mainLWS) }},
+		{ConditionPrefillWorkloadReady, l.prefill, prefill, func() verdict { return deploymentVerdict(prefill) }},
+		{ConditionPrefillWorkerWorkloadReady, l.prefillLWS, prefillLWS, func() verdict { return lwsVerdict(prefillLWS) }},
 	} {
-		if err := step(); err != nil {
+		if err := r.objectCondition(ctx, p, c.condition, c.name, c.obj, c.judge); err != nil {
 			return err
 		}
 	}
 	p.conds.sum(v1alpha2.ConditionWorkloadsReady, workloadConditions, ReasonReady)
 	return nil
+}
+
+// objectCondition sets condition t from the readiness of the child name,
+// read into obj: Progressing while it is not in the cache yet. Without a
+// name the condition does not apply and is removed.
+func (r *Reconciler) objectCondition(ctx context.Context, p *pass, t, name string, obj client.Object, judge func() verdict) error {
+	if name == "" {
+		p.conds.remove(t)
+		return nil
+	}
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: p.svc.Namespace, Name: name}, obj)
+	if err != nil {
+		return err
+	}
+	v := notReady(ReasonProgressing, "%s %s: not created yet", kindName(obj), name)
+	if found {
+		v = judge()
+	}
+	p.conds.setBool(t, v.ok, v.reason, v.message)
+	return nil
+}
+
+func kindName(obj client.Object) string {
+	switch obj.(type) {
+	case *lwsv1.LeaderWorkerSet:
+		return "LeaderWorkerSet"
+	default:
+		return "Deployment"
+	}
 }
 
 // router sets the scheduler, pool, route and gateway conditions, the
@@ -149,19 +150,9 @@ func (r *Reconciler) router(ctx context.Context, p *pass, l layout) error {
 	var invalid []string
 
 	// The endpoint picker.
-	if l.scheduler == "" {
-		p.conds.remove(ConditionSchedulerWorkloadReady)
-	} else {
-		d := &appsv1.Deployment{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: l.scheduler}, d)
-		if err != nil {
-			return err
-		}
-		v := notReady(ReasonProgressing, "Deployment %s: not created yet", l.scheduler)
-		if found {
-			v = deploymentVerdict(d)
-		}
-		p.conds.setBool(ConditionSchedulerWorkloadReady, v.ok, v.reason, v.message)
+	epp := &appsv1.Deployment{}
+	if err := r.objectCondition(ctx, p, ConditionSchedulerWorkloadReady, l.scheduler, epp, func() verdict { return deploymentVerdict(epp) }); err != nil {
+		return err
 	}
 
 	// The pool: either group counts; a referenced pool counts alone.

@@ -17,13 +17,13 @@ import (
 )
 
 // installCRD creates crd (when missing) and waits until it is established.
-func installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
-	t.Helper()
+func installCRD(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
+	tb.Helper()
 	ctx := context.Background()
 	if err := cp.Client.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create CRD %s: %v", crd.Name, err)
+		tb.Fatalf("create CRD %s: %v", crd.Name, err)
 	}
-	eventually(t, "CRD "+crd.Name+" is established", func() error {
+	eventually(tb, "CRD "+crd.Name+" is established", func() error {
 		got := &apiextensionsv1.CustomResourceDefinition{}
 		if err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 			return err
@@ -57,12 +57,11 @@ func TestCRDAppearsAfterStart(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 
 	t.Logf("%s the LWS CRD is gone", time.Now().Format(time.StampMilli))
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(`
 metadata:
   name: mn

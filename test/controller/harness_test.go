@@ -35,7 +35,7 @@ import (
 
 func init() {
 	// TEST_LOG=1 shows the controller's logs.
-	var w io.Writer = io.Discard
+	w := io.Discard
 	if os.Getenv("TEST_LOG") != "" {
 		w = os.Stderr
 	}
@@ -114,16 +114,16 @@ var nsSeq atomic.Int64
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // newNamespace creates a namespace named after the test.
-func newNamespace(t testing.TB, prefix string) string {
-	t.Helper()
-	base := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+func newNamespace(tb testing.TB, prefix string) string {
+	tb.Helper()
+	base := nonDNS.ReplaceAllString(strings.ToLower(tb.Name()), "-")
 	if len(base) > 30 {
 		base = base[:30]
 	}
 	name := strings.Trim(fmt.Sprintf("%s-%s-%d", prefix, base, nsSeq.Add(1)), "-")
 	name = strings.ReplaceAll(name, "--", "-")
 	if err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
+		tb.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name
 }
@@ -146,6 +146,39 @@ func start(t *testing.T, mods ...func(*controller.Options)) *env {
 	return e
 }
 
+// startWithGateway is start with the platform's ingress gateway in the
+// system namespace, programmed, at gw.example.com.
+func startWithGateway(t *testing.T, mods ...func(*controller.Options)) *env {
+	t.Helper()
+	e := start(t, mods...)
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	return e
+}
+
+// simService is a CPU-simulator service named name; router is the YAML of
+// spec.router, indented by four spaces, or empty for none.
+func simService(name, router string) string {
+	doc := fmt.Sprintf(`
+metadata:
+  name: %s
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+`, name)
+	if router != "" {
+		doc += "  router:\n" + router
+	}
+	return doc
+}
+
+// managedRouter asks for a managed route, gateway and scheduler.
+const managedRouter = `    route: {}
+    gateway: {}
+    scheduler: {}
+`
+
 // run starts the controller; stop stops it.
 func (e *env) run() {
 	e.t.Helper()
@@ -167,8 +200,8 @@ func (e *env) run() {
 }
 
 // eventually retries check until it passes or 30 seconds have gone.
-func eventually(t testing.TB, what string, check func() error) {
-	t.Helper()
+func eventually(tb testing.TB, what string, check func() error) {
+	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := check()
@@ -176,7 +209,7 @@ func eventually(t testing.TB, what string, check func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
+			tb.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -22,8 +22,7 @@ import (
 // TestChildDeletedOrEditedByHand: a deleted child comes back, a hand edit
 // of a field the controller sets is undone.
 func TestChildDeletedOrEditedByHand(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
 	ctx := context.Background()
@@ -76,8 +75,7 @@ func TestChildDeletedOrEditedByHand(t *testing.T) {
 // service does not control is never deleted, and an object holding a
 // child's name is neither changed nor adopted.
 func TestForeignObjectsUntouched(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	ctx := context.Background()
 	intruder := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "intruder", Labels: map[string]string{
@@ -116,8 +114,7 @@ func TestForeignObjectsUntouched(t *testing.T) {
 // TestConflictRetried: status writes that fail with a conflict are retried
 // until they land.
 func TestConflictRetried(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	failed := 0
 	e.rec.setConflict(func(method, path string) bool {
 		if method == "PATCH" && strings.HasSuffix(path, "/llminferenceservices/sim/status") && failed < 3 {
@@ -138,8 +135,7 @@ func TestConflictRetried(t *testing.T) {
 // services that use it, in its namespace, or everywhere for one in the
 // system namespace.
 func TestPresetChangeReachesItsUsers(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.createConfig(e.ns, `
 metadata:
   name: team-preset
@@ -153,15 +149,7 @@ spec:
 `)
 	user := strings.Replace(simulator, "  - name: kserve-config-llm-cpu-simulator", "  - name: kserve-config-llm-cpu-simulator\n  - name: team-preset", 1)
 	e.create(strings.Replace(user, "name: sim", "name: user", 1))
-	e.create(`
-metadata:
-  name: plain
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-`)
+	e.create(simService("plain", ""))
 	e.waitReady("user")
 	e.waitReady("plain")
 	if env := mainEnv(e, "user-kserve", "TEAM"); env != "1" {

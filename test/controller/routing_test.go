@@ -30,19 +30,7 @@ func poolV1() client.Object         { return &gieapiv1.InferencePool{} }
 func poolAlpha2() client.Object     { return &gieapixv1alpha2.InferencePool{} }
 func secret() client.Object         { return &corev1.Secret{} }
 
-const simulator = `
-metadata:
-  name: sim
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route: {}
-    gateway: {}
-    scheduler: {}
-`
+var simulator = simService("sim", managedRouter)
 
 // The router objects of the service sim.
 var (
@@ -52,8 +40,7 @@ var (
 )
 
 func TestManagedRouteAndGateway(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitExists(deployment, "sim-kserve", "sim-kserve-router-scheduler")
 	e.waitExists(service, "sim-kserve-workload-svc", "sim-epp-service")
@@ -63,15 +50,8 @@ func TestManagedRouteAndGateway(t *testing.T) {
 	e.waitReady("sim")
 	// Either pool makes the service ready; the move to v1 follows once the
 	// gateway has accepted the v1 pool.
-	var svc *v1alpha2.LLMInferenceService
-	eventually(t, "the route moves to v1", func() error {
-		svc = e.service("sim")
-		if ip := svc.Status.InferencePool; ip == nil || ip.MigrationPhase != "v1" {
-			return fmt.Errorf("status.inferencePool %+v", ip)
-		}
-		return nil
-	})
-	svc = e.waitReady("sim")
+	e.waitCondition("sim", "InferencePoolMigrated", metav1.ConditionTrue, "")
+	svc := e.waitReady("sim")
 	if want := "http://gw.example.com/" + e.ns + "/sim"; svc.Status.URL != want {
 		t.Errorf("url = %q, want %q", svc.Status.URL, want)
 	}
@@ -164,29 +144,19 @@ func (e *env) userPool(name string) {
 }
 
 func TestExternalPoolRef(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.userPool("platform-pool")
 	// A pool with the managed name that is not the service's: it must not
 	// count for readiness, and must not be deleted.
 	e.userPool("shared-inference-pool")
 	e.poolFilter = func(name string) bool { return name == "shared-inference-pool" }
-	e.create(`
-metadata:
-  name: shared
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route: {}
+	e.create(simService("shared", `    route: {}
     gateway: {}
     scheduler:
       pool:
         ref:
           name: platform-pool
-`)
+`))
 	e.waitExists(route, "shared-kserve-route")
 	eventually(t, "route backends go to the referenced pool", func() error {
 		got := backendNames(e.route("shared-kserve-route"))
@@ -217,20 +187,10 @@ spec:
 }
 
 func TestNoScheduler(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
-	e.create(`
-metadata:
-  name: small
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route: {}
+	e := startWithGateway(t)
+	e.create(simService("small", `    route: {}
     gateway: {}
-`)
+`))
 	e.waitExists(route, "small-kserve-route")
 	svc := e.waitReady("small")
 	if got := backendNames(e.route("small-kserve-route")); !slices.Equal(got, []string{"/Service/small-kserve-workload-svc"}) {
@@ -250,25 +210,15 @@ spec:
 }
 
 func TestUserRouteSpec(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
-	e.create(`
-metadata:
-  name: sim
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    gateway: {}
+	e := startWithGateway(t)
+	e.create(simService("sim", `    gateway: {}
     scheduler: {}
     route:
       http:
         spec:
           hostnames:
           - llm.example.com
-`)
+`))
 	svc := e.waitReady("sim")
 	rt := e.route("sim-kserve-route")
 	if len(rt.Spec.Hostnames) != 1 || rt.Spec.Hostnames[0] != "llm.example.com" {
@@ -299,8 +249,7 @@ func (e *env) userRoute(name string) {
 }
 
 func TestRefsReplaceManagedRoute(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
 	e.userRoute("my-route")
@@ -319,8 +268,7 @@ func TestRefsReplaceManagedRoute(t *testing.T) {
 }
 
 func TestRouterNilDeletesWhatItOwned(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
 	auth := e.ns + "-sim-epp-auth-rb"
@@ -351,18 +299,8 @@ func TestRouterNilDeletesWhatItOwned(t *testing.T) {
 }
 
 func TestUnresolvedRefs(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
-	e.create(`
-metadata:
-  name: refs
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route:
+	e := startWithGateway(t)
+	e.create(simService("refs", `    route:
       http:
         refs:
         - name: missing-route
@@ -370,7 +308,7 @@ spec:
       pool:
         ref:
           name: missing-pool
-`)
+`))
 	svc := e.waitCondition("refs", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "RefsInvalid")
 	msg := cond(svc, v1alpha2.ConditionRouterReady).Message
 	for _, want := range []string{"HTTPRoute " + e.ns + "/missing-route does not exist", "InferencePool " + e.ns + "/missing-pool does not exist"} {
@@ -388,20 +326,11 @@ spec:
 	e.waitReady("refs")
 
 	// A gateway in gateway.refs that does not exist.
-	e.create(`
-metadata:
-  name: gwrefs
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route: {}
+	e.create(simService("gwrefs", `    route: {}
     gateway:
       refs:
       - name: nowhere
-`)
+`))
 	svc = e.waitCondition("gwrefs", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "RefsInvalid")
 	if msg := cond(svc, v1alpha2.ConditionRouterReady).Message; !strings.Contains(msg, "Gateway "+e.ns+"/nowhere does not exist") {
 		t.Errorf("RouterReady message %q does not name the gateway", msg)

@@ -19,8 +19,7 @@ import (
 // the controller only moves the route's weights, under its own field
 // manager, and reports status.
 func TestStaticMode(t *testing.T) {
-	e := start(t, func(o *controller.Options) { o.StaticMode = true })
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t, func(o *controller.Options) { o.StaticMode = true })
 	ctx := context.Background()
 	svc := e.create(simulator)
 	catalog, err := presets.Catalog(e.sys, "kserve-", nil)

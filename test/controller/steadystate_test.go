@@ -53,8 +53,7 @@ func reconciles(t *testing.T) float64 {
 // TestZeroWritesInSteadyState: once services have converged, reconciles
 // (here forced by a 1 s cache resync) send no write to the API server.
 func TestZeroWritesInSteadyState(t *testing.T) {
-	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
 	e.create(simulator)
 	e.create(prefillDecode)
 	e.waitReady("sim")

@@ -42,8 +42,7 @@ spec:
 // workload and checks the objects, their labels and RBAC follow (reference
 // §4.3), and that LeaderWorkerSet status drives readiness.
 func TestMultiNodeAndPrefill(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	e.create(multiNode)
 	e.waitExists(lws, "mn-kserve-mn", "mn-kserve-mn-prefill")
 	e.waitExists(serviceAccount, "mn-kserve-mn", "mn-kserve-mn-prefill")
@@ -131,22 +130,9 @@ func TestMultiNodeAndPrefill(t *testing.T) {
 
 // TestStopAndRestart stops two of three services, then starts one again.
 func TestStopAndRestart(t *testing.T) {
-	e := start(t)
-	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e := startWithGateway(t)
 	for _, n := range []string{"a", "b", "c"} {
-		e.create(fmt.Sprintf(`
-metadata:
-  name: %s
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  router:
-    route: {}
-    gateway: {}
-    scheduler: {}
-`, n))
+		e.create(simService(n, managedRouter))
 	}
 	for _, n := range []string{"a", "b", "c"} {
 		e.waitReady(n)
