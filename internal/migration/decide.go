@@ -258,6 +258,8 @@ func gatewayEvidence(in Input) evidence {
 		rr := freshCondition(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs), in.Route.Generation)
 		v1Accepted := v1Parents[gw]
 		switch {
+		case rr == nil && v1Accepted:
+			r.why = fmt.Sprintf("gateway %s accepted the v1 InferencePool but has not reported ResolvedRefs for route generation %d", gw, in.Route.Generation)
 		case rr == nil:
 			r.why = fmt.Sprintf("gateway %s has not reported ResolvedRefs for route generation %d", gw, in.Route.Generation)
 		case rr.Status == metav1.ConditionFalse && rr.Reason == string(gatewayv1.RouteReasonInvalidKind):

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,7 +164,12 @@ func TestCRDLifecycle(t *testing.T) {
 	golden.Assert(t, filepath.Join("testdata", "crds-status-applied.txt"), []byte(status(t, bare)))
 
 	t.Run("remove refuses while custom resources are left", func(t *testing.T) {
-		ns := newNamespace(t, c, "team-a")
+		// A fixed name (the control plane is this test's own): the golden
+		// refusal names it.
+		ns := "team-a"
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 		for i := range 11 {
 			pool := &gieapiv1.InferencePool{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pool-%02d", i), Namespace: ns},

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,9 +83,13 @@ func countingClient(t *testing.T, on *controlplane.ControlPlane) (client.Client,
 	return c, w
 }
 
-// newNamespace makes a namespace for one test.
-func newNamespace(t *testing.T, c client.Client, name string) string {
+var nsSeq atomic.Int64
+
+// newNamespace makes a namespace for one test, named prefix-N so that
+// runs with -count>1 do not collide.
+func newNamespace(t *testing.T, c client.Client, prefix string) string {
 	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, nsSeq.Add(1))
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}

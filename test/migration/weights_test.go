@@ -28,7 +28,7 @@ func helmRoute(ns string) *gatewayv1.HTTPRoute {
 	prefix := gatewayv1.PathMatchPathPrefix
 	return &gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
-		ObjectMeta: metav1.ObjectMeta{Name: "llm-kserve-route", Namespace: ns, Labels: map[string]string{"app.kubernetes.io/name": "llm"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "llm-kserve-route", Namespace: ns, Labels: renderedLabels()},
 		Spec: gatewayv1.HTTPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kserve-ingress-gateway"}}},
 			Hostnames:       []gatewayv1.Hostname{"llm.example.com"},
@@ -45,6 +45,12 @@ func helmRoute(ns string) *gatewayv1.HTTPRoute {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// renderedLabels are the labels the engine gives the children of service
+// llm; in static mode the controller finds a service's objects by them.
+func renderedLabels() map[string]string {
+	return map[string]string{build.LabelName: "llm", build.LabelPartOf: build.PartOf}
+}
 
 // TestApplyWeights moves a Helm-made route from dual to v1 by weights
 // alone and checks that every other field, and its owner, stays.
@@ -82,7 +88,7 @@ func TestApplyWeights(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("v1 on a dual route: changed %v, %v", changed, err)
 	}
-	if got := w.take(); !slices.Equal(got, []string{"PATCH /apis/gateway.networking.k8s.io/v1/namespaces/static-weights/httproutes/llm-kserve-route"}) {
+	if got := w.take(); !slices.Equal(got, []string{"PATCH /apis/gateway.networking.k8s.io/v1/namespaces/" + ns + "/httproutes/llm-kserve-route"}) {
 		t.Errorf("want one apply, got %v", got)
 	}
 	after := getRoute(t, c, ns, route.Name)
@@ -141,7 +147,7 @@ func TestApplyWeights(t *testing.T) {
 		}
 		w.take()
 		_, err := migration.ApplyWeights(ctx, c, lone, build.PhaseV1)
-		if !errors.Is(err, migration.ErrNoV1Backend) || !strings.Contains(err.Error(), "route static-weights/lone") {
+		if !errors.Is(err, migration.ErrNoV1Backend) || !strings.Contains(err.Error(), "route "+ns+"/lone") {
 			t.Errorf("err = %v", err)
 		}
 		if got := w.take(); len(got) != 0 {
