@@ -41,6 +41,14 @@ demo-down: ## Stop what `DEMO_KEEP=1 make demo` left running.
 build: ## Build bin/odh-serving.
 	go build -o $(BIN)/odh-serving ./cmd/odh-serving
 
+HELM ?= helm
+
+.PHONY: install-plugin
+install-plugin: ## Install the Helm 4 post-renderer plugin: helm --post-renderer odh-serving (HELM=... for another helm 4).
+	go build -o plugin/odh-serving/bin/odh-serving ./cmd/odh-serving
+	$(HELM) plugin uninstall odh-serving >/dev/null 2>&1 || true
+	$(HELM) plugin install plugin/odh-serving
+
 .PHONY: lint-presets
 lint-presets: build ## Lint every shipped preset: render into sample topologies, check against the real CRD schemas.
 	$(BIN)/odh-serving presets lint --preset-prefix= presets/*/preset.yaml
