@@ -19,9 +19,13 @@
 //     since no v1alpha2 pool can exist to keep.
 //   - Both served: dual, until the gateway shows it can route to the v1 pool:
 //     it has Accepted the v1 pool, and the route's ResolvedRefs is True, or
-//     False for a reason other than InvalidKind, on every gateway the route
-//     is attached to. A v1alpha2 backend rejected with InvalidKind moves to
-//     v1 at once. Conditions older than their object's generation are
+//     False for a reason other than InvalidKind, on every gateway that
+//     reports on the route (a gateway that never writes route status is not
+//     waited for). A v1alpha2 backend rejected with InvalidKind moves to v1
+//     at once; since the condition covers the whole route, InvalidKind on a
+//     route with both backends counts only when the gateway accepted the v1
+//     pool, the route has no v1 backend, or the message names only the
+//     v1alpha2 group. Conditions older than their object's generation are
 //     ignored. A fresh service starts at dual and moves on the first
 //     evidence, so it never sits on v1alpha2 forever (kserve#5050).
 //   - v1 is one way. The recorded phase, or the migrated annotation on the
