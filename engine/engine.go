@@ -37,6 +37,12 @@ type Options struct {
 	// system namespace.
 	IngressGatewayName      string
 	IngressGatewayNamespace string
+	// InternalGatewayName and InternalGatewayNamespace name a gateway for
+	// in-cluster callers. When set, a managed route whose parents come from
+	// presets attaches to it too. Default: none; the namespace defaults to
+	// the system namespace.
+	InternalGatewayName      string
+	InternalGatewayNamespace string
 	// StorageInitializerImage downloads hf:// and s3:// models.
 	StorageInitializerImage string
 	// Images are the container images presets name by key
@@ -66,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IngressGatewayNamespace == "" {
 		o.IngressGatewayNamespace = o.SystemNamespace
+	}
+	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
+		o.InternalGatewayNamespace = o.SystemNamespace
 	}
 	return o
 }
@@ -195,6 +204,8 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 	}
 	children, err := build.Children(svc, spec, build.Options{
 		Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
+		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
+		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 	})
 	if err != nil {
 		return nil, err

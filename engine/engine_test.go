@@ -19,8 +19,9 @@ import (
 
 // caseOptions are a golden case's render options (options.yaml).
 type caseOptions struct {
-	Phase    string `json:"phase"`
-	CertMode string `json:"certMode"`
+	Phase           string `json:"phase"`
+	CertMode        string `json:"certMode"`
+	InternalGateway string `json:"internalGateway"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -51,6 +52,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 		eopts.Phase = build.Phase(opts.Phase)
 	}
 	eopts.CertMode = build.CertMode(opts.CertMode)
+	eopts.InternalGatewayName = opts.InternalGateway
 	var out bytes.Buffer
 	for _, s := range in.Services {
 		res, err := engine.Render(tb.Context(), s.Service, catalog, eopts)

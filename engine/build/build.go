@@ -58,6 +58,17 @@ type Options struct {
 	// CertIssuer signs the certificates in the cert-manager mode.
 	// Default: the ClusterIssuer odh-serving-ca.
 	CertIssuer CertIssuer
+	// IngressGateway is the gateway managed routes attach to by default.
+	IngressGateway GatewayRef
+	// InternalGateway, when named, is a gateway for in-cluster callers: a
+	// managed route attached to IngressGateway attaches to it too.
+	InternalGateway GatewayRef
+}
+
+// GatewayRef names a Gateway.
+type GatewayRef struct {
+	Name      string
+	Namespace string
 }
 
 // CertIssuer names a cert-manager Issuer or ClusterIssuer.

@@ -39,6 +39,7 @@ func (b *builder) route() error {
 	if len(spec.ParentRefs) == 0 {
 		return fmt.Errorf("spec.router.route.http.spec.parentRefs: the route attaches to no gateway; set gateway.refs or use the route preset")
 	}
+	spec.ParentRefs = b.withInternalGateway(spec.ParentRefs)
 	for i := range spec.Rules {
 		spec.Rules[i].BackendRefs = b.backends(spec.Rules[i].BackendRefs)
 	}
@@ -52,6 +53,43 @@ func (b *builder) route() error {
 		Spec:       *spec,
 	})
 	return nil
+}
+
+// withInternalGateway adds the internal gateway to parents that include the
+// ingress gateway, so in-cluster callers reach every route the ingress
+// serves. Routes attached elsewhere by the user stay as written.
+func (b *builder) withInternalGateway(parents []gatewayv1.ParentReference) []gatewayv1.ParentReference {
+	internal := b.opts.InternalGateway
+	if internal.Name == "" {
+		return parents
+	}
+	is := func(p gatewayv1.ParentReference, g GatewayRef) bool {
+		ns := b.svc.Namespace
+		if p.Namespace != nil {
+			ns = string(*p.Namespace)
+		}
+		isGateway := (p.Kind == nil || *p.Kind == "Gateway") && (p.Group == nil || *p.Group == gatewayv1.GroupName)
+		return isGateway && string(p.Name) == g.Name && ns == g.Namespace
+	}
+	var ingress *gatewayv1.ParentReference
+	for i := range parents {
+		if is(parents[i], internal) {
+			return parents
+		}
+		if ingress == nil && is(parents[i], b.opts.IngressGateway) {
+			ingress = &parents[i]
+		}
+	}
+	if ingress == nil {
+		return parents
+	}
+	ref := gatewayv1.ParentReference{
+		Group:     ptr(gatewayv1.Group(gatewayv1.GroupName)),
+		Kind:      ptr(gatewayv1.Kind("Gateway")),
+		Name:      gatewayv1.ObjectName(internal.Name),
+		Namespace: ptr(gatewayv1.Namespace(internal.Namespace)),
+	}
+	return append(parents, ref)
 }
 
 // backends rewrites references to the service's own InferencePool (in

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // engineFlags are the render options render and post-render share.
@@ -14,6 +17,9 @@ type engineFlags struct {
 	prefix          string
 	phase           string
 	certMode        string
+	images          map[string]string
+	ingressGateway  string
+	internalGateway string
 }
 
 func (e *engineFlags) register(fs *pflag.FlagSet) {
@@ -22,6 +28,9 @@ func (e *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
 	fs.StringVar(&e.certMode, "cert-mode", string(build.CertSelfSigned),
 		"where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager (ClusterIssuer odh-serving-ca)")
+	fs.StringToStringVar(&e.images, "image", nil, "override an image presets name by key, KEY=REF (repeatable; keys in presets/images.yaml)")
+	fs.StringVar(&e.ingressGateway, "ingress-gateway-name", "kserve-ingress-gateway", "the Gateway managed routes attach to, in the system namespace")
+	fs.StringVar(&e.internalGateway, "internal-gateway-name", "", "a Gateway for in-cluster callers, in the system namespace; managed routes attach to it too")
 }
 
 // options checks the flags and returns the engine options they give.
@@ -34,5 +43,18 @@ func (e *engineFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
-	return engine.Options{SystemNamespace: e.systemNamespace, PresetPrefix: &e.prefix, Phase: phase, CertMode: certMode}, nil
+	images, err := presets.Images()
+	if err != nil {
+		return engine.Options{}, err
+	}
+	for key, ref := range e.images {
+		if _, known := images[key]; !known {
+			return engine.Options{}, fmt.Errorf("--image %s=%s: unknown image key %q; the keys are in presets/images.yaml", key, ref, key)
+		}
+		images[key] = ref
+	}
+	return engine.Options{
+		SystemNamespace: e.systemNamespace, PresetPrefix: &e.prefix, Phase: phase, CertMode: certMode, Images: images,
+		IngressGatewayName: e.ingressGateway, InternalGatewayName: e.internalGateway,
+	}, nil
 }

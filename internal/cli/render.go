@@ -181,7 +181,8 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 	}
 }
 
-// renderServices renders each service with the built-in images and returns
+// renderServices renders each service (with the built-in images unless
+// opts names them) and returns
 // all children in input order. Services without a namespace get
 // defaultNamespace; when that is empty too, they are an error. explainTo,
 // when set, receives each service's explanation. Every service is tried, so
@@ -190,11 +191,13 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
 	defaultNamespace string, explainTo io.Writer,
 ) ([]*unstructured.Unstructured, error) {
-	images, err := presets.Images()
-	if err != nil {
-		return nil, err
+	if opts.Images == nil {
+		images, err := presets.Images()
+		if err != nil {
+			return nil, err
+		}
+		opts.Images = images
 	}
-	opts.Images = images
 	type rendered struct {
 		objs []*unstructured.Unstructured
 		res  *engine.Result
