@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -56,8 +58,17 @@ func (e *Error) Error() string {
 	if e.Origin != "" {
 		from = " (set by " + e.Origin + ")"
 	}
-	return fmt.Sprintf("template in %s%s: %q: %v", e.Path, from, e.Text, e.Err)
+	text := strconv.Quote(e.Text)
+	if envValue.MatchString(e.Path) {
+		// The message reaches the service's status and the controller's
+		// log; an env value may hold a token.
+		text = "(the text of an env value is not shown)"
+	}
+	return fmt.Sprintf("template in %s%s: %s: %v", e.Path, from, text, e.Err)
 }
+
+// envValue matches the path of a container's env value.
+var envValue = regexp.MustCompile(`\.env\[[^\]]*\]\.value$`)
 
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -88,3 +88,14 @@ func TestEvaluateNamesFieldAndOrigin(t *testing.T) {
 		t.Errorf("templates in maps are evaluated: nodeSelector = %v", spec.Template.NodeSelector)
 	}
 }
+
+func TestErrorHidesEnvValues(t *testing.T) {
+	spec := &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Template: &corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Env: []corev1.EnvVar{{Name: "TOKEN", Value: "{{ .Nope }}hf_secret"}}}},
+	}}}
+	err := template.Evaluate(spec, data(*spec.DeepCopy()), nil)
+	want := `template in spec.template.containers[name=main].env[name=TOKEN].value: (the text of an env value is not shown): 1:3: at <.Nope>: can't evaluate field Nope`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hf_secret") {
+		t.Fatalf("error = %v, want %q and no env text", err, want)
+	}
+}

@@ -2,8 +2,10 @@ package security
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +71,14 @@ func renderGolden(t *testing.T) []rendered {
 	return out
 }
 
+// optionFlags maps the keys of a golden case's options.yaml to render
+// flags.
+var optionFlags = map[string]string{
+	"phase":           "--migration-phase",
+	"certMode":        "--cert-mode",
+	"internalGateway": "--internal-gateway-name",
+}
+
 // caseFlags turns a golden case's options.yaml into render flags.
 func caseFlags(t *testing.T, dir string) []string {
 	t.Helper()
@@ -79,19 +89,17 @@ func caseFlags(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opts struct {
-		Phase    string `json:"phase"`
-		CertMode string `json:"certMode"`
-	}
-	if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
+	var opts map[string]string
+	if err := yaml.Unmarshal(raw, &opts); err != nil {
 		t.Fatalf("%s/options.yaml: %v", dir, err)
 	}
 	var flags []string
-	if opts.Phase != "" {
-		flags = append(flags, "--migration-phase", opts.Phase)
-	}
-	if opts.CertMode != "" {
-		flags = append(flags, "--cert-mode", opts.CertMode)
+	for _, key := range slices.Sorted(maps.Keys(opts)) {
+		flag, ok := optionFlags[key]
+		if !ok {
+			t.Fatalf("%s/options.yaml: no render flag known for %q; add it to optionFlags", dir, key)
+		}
+		flags = append(flags, flag, opts[key])
 	}
 	return flags
 }

@@ -1,0 +1,281 @@
+package security
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+)
+
+// forbiddenVerbs let a subject grant or assume rights it does not hold.
+var forbiddenVerbs = []string{"escalate", "bind", "impersonate"}
+
+// clusterScopedGrants are the cluster-scoped resources (group/resource) the
+// chart's ClusterRole may grant, and why no namespaced right would do.
+var clusterScopedGrants = map[string]string{
+	"apiextensions.k8s.io/customresourcedefinitions": "the controller applies the GIE CRDs (--manage-crds) and watches which CRDs are " +
+		"established to start the matching controllers; update and patch are limited by resourceNames to our and GIE's CRDs",
+	"admissionregistration.k8s.io/validatingwebhookconfigurations": "the controller injects its CA into odh-serving-validation " +
+		"(update and patch limited by resourceNames); webhook configurations are cluster-scoped",
+	"rbac.authorization.k8s.io/clusterrolebindings": "each service's endpoint picker is bound to system:auth-delegator so it can " +
+		"check the callers of its metrics endpoint; TokenReview and SubjectAccessReview are cluster-scoped, so only a " +
+		"ClusterRoleBinding can grant them",
+	"authentication.k8s.io/tokenreviews": "the controller's metrics endpoint authenticates its callers; and the controller must " +
+		"hold the rights of system:auth-delegator to bind endpoint pickers to it without the bind verb",
+	"authorization.k8s.io/subjectaccessreviews": "as tokenreviews: authorizing metrics callers, and holding what it binds",
+}
+
+// namespacedInClusterRole are namespaced resources the ClusterRole may keep
+// even when the controller watches only some namespaces.
+var namespacedInClusterRole = map[string]string{
+	"gateway.networking.k8s.io/gateways": "a service's gateway.refs may name a Gateway in any namespace; read-only",
+}
+
+// allNamespaces is why a ClusterRole may grant namespaced resources when
+// watchNamespaces is empty.
+const allNamespaces = "watchNamespaces is empty: the controller reconciles services in every namespace"
+
+// boundClusterRoles are the ClusterRoles a service's children may bind
+// cluster-wide, and why.
+var boundClusterRoles = map[string]string{
+	"system:auth-delegator": "the endpoint picker checks who calls its metrics endpoint with TokenReview and " +
+		"SubjectAccessReview, which are cluster-scoped",
+}
+
+// knownNamespaced are resources of APIs the control plane does not serve.
+var knownNamespaced = []string{
+	"llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites", "inference.networking.x-k8s.io/inferencemodelrewrites",
+}
+
+// TestRBACChildren checks the RBAC the engine renders for every golden
+// input: no wildcards, no escalate, bind or impersonate, and cluster-wide
+// bindings only to the ClusterRoles in boundClusterRoles.
+func TestRBACChildren(t *testing.T) {
+	roles, bindings := 0, 0
+	for _, r := range renderGolden(t) {
+		for _, o := range r.objs {
+			switch o.GetKind() {
+			case "Role":
+				roles++
+				checkRules(t, r.source, o)
+			case "ClusterRole":
+				t.Errorf("%s: ClusterRole %s: a service's children must not define cluster-wide rights", r.source, o.GetName())
+			case "ClusterRoleBinding":
+				bindings++
+				var b rbacv1.ClusterRoleBinding
+				fromUnstructured(t, o, &b)
+				if _, ok := boundClusterRoles[b.RoleRef.Name]; !ok || b.RoleRef.Kind != "ClusterRole" {
+					t.Errorf("%s: ClusterRoleBinding %s binds %s %s, which is not in the allow-list", r.source, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				}
+				for _, s := range b.Subjects {
+					if s.Kind != rbacv1.ServiceAccountKind || s.Namespace == "" {
+						t.Errorf("%s: ClusterRoleBinding %s binds %s %s; only the service's own service accounts", r.source, b.Name, s.Kind, s.Name)
+					}
+				}
+			case "RoleBinding":
+				var b rbacv1.RoleBinding
+				fromUnstructured(t, o, &b)
+				if b.RoleRef.Kind != "Role" {
+					t.Errorf("%s: RoleBinding %s refers to %s %s; children bind their own Roles", r.source, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				}
+			}
+		}
+	}
+	if roles == 0 || bindings == 0 {
+		t.Fatalf("found %d Roles and %d ClusterRoleBindings; the golden inputs should render both", roles, bindings)
+	}
+}
+
+// TestRBACChart renders charts/odh-serving with each of its ci values files
+// and with watchNamespaces set, and checks its RBAC: no wildcards, no
+// escalate, bind or impersonate; a ClusterRole bound cluster-wide grants
+// cluster-scoped resources only from clusterScopedGrants, and namespaced
+// ones only while every namespace is watched.
+func TestRBACChart(t *testing.T) {
+	helm, err := exec.LookPath("helm")
+	if err != nil {
+		t.Fatalf("helm is not on PATH; run the tests with `make test`: %v", err)
+	}
+	values, err := filepath.Glob("../../charts/odh-serving/ci/*-values.yaml")
+	if err != nil || len(values) == 0 {
+		t.Fatalf("no ci values files: %v", err)
+	}
+	type render struct {
+		name          string
+		args          []string
+		allNamespaces bool
+	}
+	var renders []render
+	for _, v := range values {
+		renders = append(renders, render{name: filepath.Base(v), args: []string{"-f", v}, allNamespaces: true})
+	}
+	renders = append(renders, render{name: "watchNamespaces", args: []string{"--set", "watchNamespaces={team-a,team-b}"}})
+	t.Logf("namespaced rights in the ClusterRole are allowed while %s", allNamespaces)
+	mapper := cp.Client.RESTMapper()
+	used := map[string]bool{}
+	for _, r := range renders {
+		t.Run(r.name, func(t *testing.T) {
+			args := append([]string{"template", "odh-serving", "../../charts/odh-serving", "--namespace", "opendatahub"}, r.args...)
+			out, err := exec.CommandContext(t.Context(), helm, args...).Output()
+			if err != nil {
+				t.Fatalf("helm %v: %v", args, err)
+			}
+			docs, err := manifest.Split(r.name, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clusterRoles := map[string]*unstructured.Unstructured{}
+			for _, d := range docs {
+				switch d.Object.GetKind() {
+				case "Role":
+					checkRules(t, r.name, d.Object)
+				case "ClusterRole":
+					checkRules(t, r.name, d.Object)
+					clusterRoles[d.Object.GetName()] = d.Object
+				}
+			}
+			for _, d := range docs {
+				if d.Object.GetKind() != "ClusterRoleBinding" {
+					continue
+				}
+				var b rbacv1.ClusterRoleBinding
+				fromUnstructured(t, d.Object, &b)
+				role, ok := clusterRoles[b.RoleRef.Name]
+				if !ok {
+					t.Errorf("ClusterRoleBinding %s binds %s, which the chart does not define", b.Name, b.RoleRef.Name)
+					continue
+				}
+				var cr rbacv1.ClusterRole
+				fromUnstructured(t, role, &cr)
+				for _, rule := range cr.Rules {
+					for _, gr := range groupResources(rule) {
+						namespaced := isNamespaced(t, mapper, gr)
+						switch {
+						case !namespaced:
+							if _, ok := clusterScopedGrants[gr]; !ok {
+								t.Errorf("ClusterRole %s grants %v on the cluster-scoped %s, which is not in the allow-list", cr.Name, rule.Verbs, gr)
+							}
+							used[gr] = true
+						case r.allNamespaces:
+							// allowed: allNamespaces
+						default:
+							if _, ok := namespacedInClusterRole[gr]; !ok {
+								t.Errorf("with watchNamespaces set, ClusterRole %s still grants %v on %s in every namespace", cr.Name, rule.Verbs, gr)
+							}
+							used[gr] = true
+						}
+					}
+				}
+			}
+		})
+	}
+	for _, allow := range []map[string]string{clusterScopedGrants, namespacedInClusterRole} {
+		for gr := range allow {
+			if !used[gr] {
+				t.Errorf("allow-list entry %s is never needed; remove it", gr)
+			}
+		}
+	}
+}
+
+// checkRules fails on ruleProblems.
+func checkRules(t *testing.T, source string, o *unstructured.Unstructured) {
+	t.Helper()
+	var role rbacv1.ClusterRole // Role and ClusterRole share the rules' shape
+	fromUnstructured(t, o, &role)
+	for _, p := range ruleProblems(&role) {
+		t.Errorf("%s: %s %s: %s", source, o.GetKind(), o.GetName(), p)
+	}
+}
+
+// ruleProblems lists wildcards, verbs that grant what the subject does not
+// hold, and aggregation, whose rights cannot be reviewed here.
+func ruleProblems(role *rbacv1.ClusterRole) []string {
+	var problems []string
+	if role.AggregationRule != nil {
+		problems = append(problems, "aggregates other roles")
+	}
+	for i, r := range role.Rules {
+		for _, field := range []struct {
+			name   string
+			values []string
+		}{
+			{"apiGroups", r.APIGroups}, {"resources", r.Resources}, {"verbs", r.Verbs},
+			{"resourceNames", r.ResourceNames}, {"nonResourceURLs", r.NonResourceURLs},
+		} {
+			for _, v := range field.values {
+				if strings.Contains(v, "*") {
+					problems = append(problems, fmt.Sprintf("rule %d: wildcard %q in %s", i, v, field.name))
+				}
+			}
+		}
+		for _, v := range r.Verbs {
+			if slices.Contains(forbiddenVerbs, v) {
+				problems = append(problems, fmt.Sprintf("rule %d grants %q", i, v))
+			}
+		}
+	}
+	return problems
+}
+
+// TestRuleProblemsCatches feeds ruleProblems the rules it must refuse.
+func TestRuleProblemsCatches(t *testing.T) {
+	for name, rule := range map[string]rbacv1.PolicyRule{
+		"verb wildcard":     {APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}},
+		"resource wildcard": {APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"get"}},
+		"group wildcard":    {APIGroups: []string{"*"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		"subresources":      {APIGroups: []string{""}, Resources: []string{"pods/*"}, Verbs: []string{"get"}},
+		"escalate":          {APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"escalate"}},
+		"bind":              {APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}},
+		"impersonate":       {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
+		"non-resource URLs": {NonResourceURLs: []string{"/metrics*"}, Verbs: []string{"get"}},
+	} {
+		if p := ruleProblems(&rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{rule}}); len(p) != 1 {
+			t.Errorf("%s: problems %v, want one", name, p)
+		}
+	}
+	ok := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
+	if p := ruleProblems(&rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{ok}}); len(p) != 0 {
+		t.Errorf("a read-only rule: problems %v", p)
+	}
+}
+
+// groupResources lists a rule's resources as group/resource, subresources
+// folded into their resource.
+func groupResources(r rbacv1.PolicyRule) []string {
+	var out []string
+	for _, g := range r.APIGroups {
+		for _, res := range r.Resources {
+			base, _, _ := strings.Cut(res, "/")
+			out = append(out, g+"/"+base)
+		}
+	}
+	return out
+}
+
+// isNamespaced asks the API server whether group/resource is namespaced.
+func isNamespaced(t *testing.T, mapper meta.RESTMapper, gr string) bool {
+	t.Helper()
+	if slices.Contains(knownNamespaced, gr) {
+		return true
+	}
+	group, resource, _ := strings.Cut(gr, "/")
+	gvk, err := mapper.KindFor(schema.GroupVersionResource{Group: group, Resource: resource})
+	if err != nil {
+		t.Fatalf("the control plane does not serve %s: %v", gr, err)
+	}
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace
+}
