@@ -169,18 +169,22 @@ func TestExamplesAreTheDemoServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{}
-	docs, err := manifest.Split("values", servicesManifest(t, root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		spec, err := yaml.Marshal(d.Object.Object["spec"])
+	// specs maps namespace/name to the spec of every document in a stream.
+	specs := func(name string, data []byte, into map[string]string) {
+		docs, err := manifest.Split(name, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[d.Object.GetNamespace()+"/"+d.Object.GetName()] = string(spec)
+		for _, d := range docs {
+			spec, err := yaml.Marshal(d.Object.Object["spec"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			into[d.Object.GetNamespace()+"/"+d.Object.GetName()] = string(spec)
+		}
 	}
+	want := map[string]string{}
+	specs(valuesFile, servicesManifest(t, root), want)
 	examples := func(glob string) map[string]string {
 		files, err := filepath.Glob(filepath.Join(root, glob))
 		if err != nil || len(files) == 0 {
@@ -192,17 +196,7 @@ func TestExamplesAreTheDemoServices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			docs, err := manifest.Split(f, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range docs {
-				spec, err := yaml.Marshal(d.Object.Object["spec"])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got[d.Object.GetNamespace()+"/"+d.Object.GetName()] = string(spec)
-			}
+			specs(f, data, got)
 		}
 		return got
 	}
