@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/overlay"
 	"github.com/opendatahub-io/odh-serving/presets"
@@ -120,25 +121,40 @@ func expandStatic(data []byte, f *postRenderFlags) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	children, err := renderServices(in.Services, catalog, opts, f.namespace, nil)
+	// Each service's children are written as YAML where they are rendered
+	// and dropped: a thousand services' objects never sit in memory at once.
+	chunks, err := renderEach(in.Services, catalog, opts, f.namespace,
+		func(_ *engine.Result, children []*unstructured.Unstructured) ([]byte, error) {
+			for _, c := range children {
+				if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
+					markWeightsManaged(c)
+				}
+			}
+			var buf bytes.Buffer
+			err := manifest.WriteYAML(&buf, children)
+			return buf.Bytes(), err
+		})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, 0, len(in.Docs)+len(children))
-	for _, d := range in.Docs {
-		out = append(out, d.Object)
+	stream := make([]*unstructured.Unstructured, len(in.Docs))
+	for i, d := range in.Docs {
+		stream[i] = d.Object
 	}
-	for _, c := range children {
-		if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
-			markWeightsManaged(c)
-		}
-		out = append(out, c)
-	}
-	var buf bytes.Buffer
-	if err := manifest.WriteYAML(&buf, out); err != nil {
+	var out bytes.Buffer
+	if err := manifest.WriteYAML(&out, stream); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	for _, chunk := range chunks {
+		if len(chunk) == 0 {
+			continue
+		}
+		if out.Len() > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(chunk)
+	}
+	return out.Bytes(), nil
 }
 
 // markWeightsManaged annotates a route whose weights the controller moves.

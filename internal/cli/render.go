@@ -182,15 +182,43 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 }
 
 // renderServices renders each service (with the built-in images unless
-// opts names them) and returns
-// all children in input order. Services without a namespace get
-// defaultNamespace; when that is empty too, they are an error. explainTo,
-// when set, receives each service's explanation. Every service is tried, so
-// one run reports every failure. Services render on every core; the output
-// and the errors keep the input order.
+// opts names them) and returns all children in input order. Services
+// without a namespace get defaultNamespace; when that is empty too, they
+// are an error. explainTo, when set, receives each service's explanation.
+// Every service is tried, so one run reports every failure.
 func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
 	defaultNamespace string, explainTo io.Writer,
 ) ([]*unstructured.Unstructured, error) {
+	type rendered struct {
+		objs        []*unstructured.Unstructured
+		explanation *engine.Explanation
+	}
+	results, err := renderEach(services, catalog, opts, defaultNamespace,
+		func(res *engine.Result, objs []*unstructured.Unstructured) (rendered, error) {
+			return rendered{objs: objs, explanation: &res.Explanation}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for i, r := range results {
+		objs = append(objs, r.objs...)
+		if explainTo != nil {
+			svc := services[i].Service
+			explain(explainTo, svc.Namespace+"/"+svc.Name, r.explanation)
+		}
+	}
+	return objs, nil
+}
+
+// renderEach renders the services on every core and hands each one's
+// result and children to done on the core that rendered it, so what done
+// does (writing YAML) runs in parallel too and the children need not stay
+// in memory. The results and the errors keep the input order; every
+// service is tried.
+func renderEach[T any](services []*manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
+	done func(*engine.Result, []*unstructured.Unstructured) (T, error),
+) ([]T, error) {
 	if opts.Images == nil {
 		images, err := presets.Images()
 		if err != nil {
@@ -198,37 +226,25 @@ func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts 
 		}
 		opts.Images = images
 	}
-	type rendered struct {
-		objs []*unstructured.Unstructured
-		res  *engine.Result
-		err  error
-	}
-	results := make([]rendered, len(services))
+	results := make([]T, len(services))
+	errs := make([]error, len(services))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(services)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(services); i = int(next.Add(1) - 1) {
-				r := &results[i]
-				r.res, r.objs, r.err = renderService(services[i], catalog, opts, defaultNamespace)
+				res, objs, err := renderService(services[i], catalog, opts, defaultNamespace)
+				if err == nil {
+					if results[i], err = done(res, objs); err != nil {
+						err = fmt.Errorf("%s: %w", services[i].Where, err)
+					}
+				}
+				errs[i] = err
 			}
 		})
 	}
 	wg.Wait()
-	var objs []*unstructured.Unstructured
-	var errs []error
-	for i, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
-		objs = append(objs, r.objs...)
-		if explainTo != nil {
-			svc := services[i].Service
-			explain(explainTo, svc.Namespace+"/"+svc.Name, &r.res.Explanation)
-		}
-	}
-	return objs, errors.Join(errs...)
+	return results, errors.Join(errs...)
 }
 
 func renderService(in *manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
