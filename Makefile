@@ -119,8 +119,8 @@ fuzz-smoke: ## The CI smoke pass: every fuzz target for 30s.
 	$(MAKE) fuzz FUZZTIME=30s
 
 .PHONY: test-race
-test-race: test-assets ## Run the engine and controller tests with the race detector.
-	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test -race $(GO_TEST_FLAGS) ./engine/... $(if $(wildcard internal/controller/*.go),./internal/controller/...)
+test-race: test-assets ## Run the engine and controller tests (unit and envtest) with the race detector.
+	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test -race $(GO_TEST_FLAGS) ./engine/... $(if $(wildcard internal/controller/*.go),./internal/controller/... ./test/controller/...)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
