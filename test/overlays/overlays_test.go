@@ -352,3 +352,30 @@ func dryRun(t *testing.T, o *unstructured.Unstructured) error {
 	}
 	return cp.Client.Patch(t.Context(), o, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("odh-serving-test"))
 }
+
+// TestOverlaysOnEachChart builds each overlay over each chart's output
+// alone, as a post-renderer of one release sees it: the patches find no
+// target and leave the stream be. Only kubernetes needs the controller's
+// Deployment (its namespace) and says so.
+func TestOverlaysOnEachChart(t *testing.T) {
+	for _, name := range overlay.Builtins() {
+		o, err := overlay.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rel := range bases[name] {
+			t.Run(name+"/"+rel.chart, func(t *testing.T) {
+				_, err := o.Apply(helmTemplate(t, []release{rel}))
+				if name == "kubernetes" && rel.chart == "odh-serving-crds" {
+					if err == nil || !strings.Contains(err.Error(), "odh-serving-controller") {
+						t.Errorf("want an error naming the missing Deployment, got %v", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}
