@@ -77,7 +77,8 @@ func validatePods(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path) fiel
 }
 
 // validatePod checks what merging by name needs: every container and init
-// container has a name, and no name appears twice.
+// container has a name, and no name appears twice; and that container ports
+// are port numbers.
 func validatePod(pod *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if pod == nil {
 		return nil
@@ -93,6 +94,14 @@ func validatePod(pod *corev1.PodSpec, path *field.Path) field.ErrorList {
 				errs = append(errs, field.Duplicate(p.Index(i).Child("name"), c.Name))
 			}
 			seen[c.Name] = true
+			// The API server would refuse the workload only when the
+			// controller applies it; a bad port is the layer's fault.
+			for j, port := range c.Ports {
+				if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+					errs = append(errs, field.Invalid(p.Index(i).Child("ports").Index(j).Child("containerPort"), port.ContainerPort,
+						"must be a port number between 1 and 65535"))
+				}
+			}
 		}
 	}
 	check(pod.InitContainers, path.Child("initContainers"))
