@@ -51,9 +51,9 @@ type yamlWriter struct {
 	col int
 }
 
-func (w *yamlWriter) put(b ...byte) {
-	w.buf = append(w.buf, b...)
-	w.col += len(b)
+func (w *yamlWriter) put(c byte) {
+	w.buf = append(w.buf, c)
+	w.col++
 }
 
 func (w *yamlWriter) putString(s string) {
@@ -210,26 +210,20 @@ const (
 
 // str writes a string in the style yaml.v2 picks for it.
 func (w *yamlWriter) str(s string, indent int, isKey bool) error {
-	multiline := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '\n' {
-			multiline = true
-		} else if c < 0x20 || c > 0x7e {
-			return errFallback
-		}
+	a, ok := analyze(s)
+	if !ok {
+		return errFallback
 	}
-	if isKey && multiline {
+	if isKey && a.multiline {
 		return errFallback // a complex key ("? ")
 	}
 	style := styleDouble
 	switch {
-	case multiline:
+	case a.multiline:
 		style = styleLiteral
 	case canUsePlain(s):
 		style = stylePlain
 	}
-	a := analyze(s)
 	if style == stylePlain && (!a.blockPlain || (s == "" && isKey)) {
 		style = styleSingle
 	}
@@ -268,6 +262,15 @@ func (w *yamlWriter) breakable(s string, indent int, quoted bool) {
 	if quoted {
 		w.put('\'')
 	}
+	// Breaks happen at a space past the 80th column, and never in keys.
+	noBreak := indent < 0 || w.col+len(s) <= yamlBestWidth || strings.IndexByte(s, ' ') < 0
+	if noBreak && !(quoted && strings.IndexByte(s, '\'') >= 0) {
+		w.putString(s)
+		if quoted {
+			w.put('\'')
+		}
+		return
+	}
 	spaces := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -302,10 +305,12 @@ func (w *yamlWriter) double(s string, indent int) error {
 		c := s[i]
 		switch c {
 		case '"', '\\':
-			w.put('\\', c)
+			w.put('\\')
+			w.put(c)
 			spaces = false
 		case '\n':
-			w.put('\\', 'n')
+			w.put('\\')
+			w.put('n')
 			spaces = false
 		case ' ':
 			if !spaces && w.breakHere(indent) && i > 0 && i < len(s)-1 {
@@ -361,12 +366,14 @@ func (w *yamlWriter) literal(s string, indent int) error {
 // style, for printable ASCII and line breaks (the only characters the
 // writer takes) outside flow collections.
 type analysis struct {
-	blockPlain, single, block bool
+	multiline, blockPlain, single, block bool
 }
 
-func analyze(s string) analysis {
+// analyze reports, besides the analysis, whether s holds only printable
+// ASCII and line breaks.
+func analyze(s string) (analysis, bool) {
 	if s == "" {
-		return analysis{blockPlain: true, single: true, block: false}
+		return analysis{blockPlain: true, single: true}, true
 	}
 	n := len(s)
 	indicators := strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")
@@ -374,6 +381,9 @@ func analyze(s string) analysis {
 	preceded := true
 	for i := 0; i < n; i++ {
 		c := s[i]
+		if (c < 0x20 && c != '\n') || c > 0x7e {
+			return analysis{}, false
+		}
 		followed := i+1 >= n || s[i+1] == ' '
 		if i == 0 {
 			switch c {
@@ -415,10 +425,11 @@ func analyze(s string) analysis {
 	}
 	edges := s[0] == ' ' || s[0] == '\n' || s[n-1] == ' ' || s[n-1] == '\n'
 	return analysis{
+		multiline:  lineBreaks,
 		blockPlain: !edges && !breakSpace && !spaceBreak && !lineBreaks && !indicators,
 		single:     !breakSpace && !spaceBreak,
 		block:      s[n-1] != ' ' && !spaceBreak,
-	}
+	}, true
 }
 
 // plainWords are the words yaml.v2 reads as booleans or null, which it
@@ -475,14 +486,15 @@ func probePlain(s string) bool {
 
 // compareKeys orders map keys as yaml.v2 does: letters by code point,
 // runs of digits by their number, and a letter after anything else.
+// Keys of a map are distinct, so one comparison decides.
 func compareKeys(a, b string) int {
+	if a == b {
+		return 0
+	}
 	if keyLess(a, b) {
 		return -1
 	}
-	if keyLess(b, a) {
-		return 1
-	}
-	return 0
+	return 1
 }
 
 func keyLess(a, b string) bool {

@@ -146,3 +146,29 @@ func randomMap(r *rand.Rand, depth int) map[string]any {
 	}
 	return m
 }
+
+// BenchmarkWriteYAML writes the children of the prefill/decode golden case
+// with yaml.v2 and with the writer that replaced it (same bytes).
+func BenchmarkWriteYAML(b *testing.B) {
+	data, err := os.ReadFile("../testdata/prefill-decode/expected.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs, err := Split("expected.yaml", data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	yamlV2 := func(m map[string]any) ([]byte, error) { return yamlv2.Marshal(m) }
+	for name, encode := range map[string]func(map[string]any) ([]byte, error){"yaml.v2": yamlV2, "writer": encodeYAML} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, d := range docs {
+					if _, err := encode(d.Object.Object); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
