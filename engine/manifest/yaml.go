@@ -264,7 +264,7 @@ func (w *yamlWriter) breakable(s string, indent int, quoted bool) {
 	}
 	// Breaks happen at a space past the 80th column, and never in keys.
 	noBreak := indent < 0 || w.col+len(s) <= yamlBestWidth || strings.IndexByte(s, ' ') < 0
-	if noBreak && !(quoted && strings.IndexByte(s, '\'') >= 0) {
+	if noBreak && (!quoted || strings.IndexByte(s, '\'') < 0) {
 		w.putString(s)
 		if quoted {
 			w.put('\'')
