@@ -122,7 +122,7 @@ func (r *Reconciler) objectCondition(ctx context.Context, p *pass, t, name strin
 		p.conds.remove(t)
 		return nil
 	}
-	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: p.svc.Namespace, Name: name}, obj)
+	found, err := r.readChild(ctx, p, name, obj)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (r *Reconciler) poolVerdict(ctx context.Context, p *pass, l layout) (verdic
 	found := false
 	if v1Name != "" && r.kinds.hasCRD(crdPoolV1) {
 		pool := &gieapiv1.InferencePool{}
-		ok, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: v1Name}, pool)
+		ok, err := r.readChild(ctx, p, v1Name, pool)
 		if err != nil {
 			return verdict{}, "", err
 		}
@@ -238,7 +238,7 @@ func (r *Reconciler) poolVerdict(ctx context.Context, p *pass, l layout) (verdic
 	}
 	if alpha2Name != "" && r.kinds.hasCRD(crdPoolV1alpha2) {
 		pool := &gieapixv1alpha2.InferencePool{}
-		ok, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: alpha2Name}, pool)
+		ok, err := r.readChild(ctx, p, alpha2Name, pool)
 		if err != nil {
 			return verdict{}, "", err
 		}
@@ -286,7 +286,7 @@ func (r *Reconciler) routes(ctx context.Context, p *pass, l layout) ([]*gatewayv
 	var missing []string
 	for i, name := range names {
 		rt := &gatewayv1.HTTPRoute{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: name}, rt)
+		found, err := r.readChild(ctx, p, name, rt)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
@@ -70,7 +72,10 @@ type pass struct {
 	decision migration.Decision
 	children []*unstructured.Unstructured
 	kinds    []kind
-	status   v1alpha2.LLMInferenceServiceStatus
+	// applied holds the children written in this pass as the API server
+	// returned them: newer than the cache, which has not seen them yet.
+	applied map[childID]*unstructured.Unstructured
+	status  v1alpha2.LLMInferenceServiceStatus
 	// settled is true when the pass reached a result for this generation,
 	// so observedGeneration may move on.
 	settled bool
@@ -212,6 +217,20 @@ func (r *Reconciler) decide(ctx context.Context, p *pass) (migration.Decision, e
 	return migration.Decide(in), nil
 }
 
+// readChild reads a child of the service into obj: as this pass wrote it,
+// or else from the cache.
+func (r *Reconciler) readChild(ctx context.Context, p *pass, name string, obj client.Object) (bool, error) {
+	if gvk, err := apiutil.GVKForObject(obj, r.scheme); err == nil {
+		if u, ok := p.applied[childID{gvk: gvk, name: name}]; ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+				return false, fmt.Errorf("convert %s %s: %w", gvk.Kind, name, err)
+			}
+			return true, nil
+		}
+	}
+	return r.getOptional(ctx, types.NamespacedName{Namespace: p.svc.Namespace, Name: name}, obj)
+}
+
 func (r *Reconciler) getOptional(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
 	err := r.client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
@@ -262,26 +281,64 @@ func (r *Reconciler) classify(p *pass) []kind {
 
 // applyAll applies every child in order. It goes on after a failure so one
 // bad child does not hold back the rest, and reports the failures.
+//
+// The children go in three waves, in the engine's order: what others refer
+// to (RBAC, Services), then the workloads, then the pools and the route.
+// Within a wave they are applied concurrently; a new service's writes wait
+// on the API server, not on each other.
 func (r *Reconciler) applyAll(ctx context.Context, p *pass) error {
-	var errs []error
-	workloadFailed := false
-	for i, u := range p.children {
-		k := p.kinds[i]
-		if err := claim(u, p.svc, k); err != nil {
-			errs = append(errs, err)
-			continue
+	errs := make([]error, len(p.children))
+	responses := make([]*unstructured.Unstructured, len(p.children))
+	for _, wave := range waves(p.kinds) {
+		var wg sync.WaitGroup
+		for _, i := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, k := p.children[i], p.kinds[i]
+				if errs[i] = claim(u, p.svc, k); errs[i] != nil {
+					return
+				}
+				wrote, err := r.applyChild(ctx, p.svc, u, k)
+				if errs[i] = err; err == nil && wrote {
+					responses[i] = u
+				}
+			}()
 		}
-		if _, err := r.applyChild(ctx, p.svc, u, k); err != nil {
-			errs = append(errs, err)
-			workloadFailed = workloadFailed || k.workload
-		}
+		wg.Wait()
 	}
-	if len(errs) == 0 {
-		return nil
+	workloadFailed := false
+	for i, u := range responses {
+		if u != nil {
+			if p.applied == nil {
+				p.applied = map[childID]*unstructured.Unstructured{}
+			}
+			p.applied[childID{gvk: p.kinds[i].gvk, name: u.GetName()}] = u
+		}
+		workloadFailed = workloadFailed || (errs[i] != nil && p.kinds[i].workload)
 	}
 	err := errors.Join(errs...)
-	p.failed(workloadFailed, err)
+	if err != nil {
+		p.failed(workloadFailed, err)
+	}
 	return err
+}
+
+// waves groups the children's indexes: first those no other child waits
+// on the others for, then the workloads, then the pools and routes.
+func waves(kinds []kind) [][]int {
+	out := make([][]int, 3)
+	for i, k := range kinds {
+		switch k.gvk {
+		case gvkDeployment, gvkLWS:
+			out[1] = append(out[1], i)
+		case gvkPoolV1, gvkPoolV1alpha2, gvkHTTPRoute:
+			out[2] = append(out[2], i)
+		default:
+			out[0] = append(out[0], i)
+		}
+	}
+	return out
 }
 
 // ensureTLS keeps the self-signed serving secret the presets mount, with

@@ -98,7 +98,7 @@ func (r *recorder) setConflict(f func(method, path string) bool) {
 
 // env is one test's controller, namespace and system namespace.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ns   string
 	sys  string
 	c    client.Client

@@ -28,11 +28,11 @@ spec:
 
 // reconciles is how many reconciles the service controller has done in
 // this process.
-func reconciles(t *testing.T) float64 {
-	t.Helper()
+func reconciles(tb testing.TB) float64 {
+	tb.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	total := 0.0
 	for _, f := range families {

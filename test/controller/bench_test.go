@@ -1,0 +1,296 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// BenchmarkConverge creates prefill/decode services against the local API
+// server with the controller running and reports the time until every
+// child of every service exists (s-to-children; s-to-create is how long
+// creating the services took), the writes the controller sent per service
+// until then and until its statuses settled (writes/service), the writes
+// while every service is reconciled once more afterwards (steady-writes,
+// over steady-reconciles; 0 is the goal), and the process's peak RSS
+// (peak-rss-MiB;
+// the test process holds the controller, the webhooks and the test
+// clients, not the API server). Run it with `make bench-controller`.
+func BenchmarkConverge(b *testing.B) {
+	for _, n := range []int{100, 500} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			for range b.N {
+				converge(b, n)
+			}
+		})
+	}
+}
+
+func converge(b *testing.B, n int) {
+	b.Helper()
+	ctx := context.Background()
+	resetPeakRSS()
+	runtime.GC()
+	e := &env{t: b, c: cp.Client, rec: &recorder{}}
+	e.ns = newNamespace(b, "bench")
+	e.sys = newNamespace(b, "benchsys")
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.opts = controller.Options{
+		SystemNamespace: e.sys, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MaxConcurrentReconciles: benchWorkers(),
+	}
+	perService, kinds := childrenOf(b, e.sys)
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = e.rec.wrap
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- controller.Run(runCtx, cfg, e.opts) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("controller: %v", err)
+		}
+	}()
+
+	children := watchChildren(b, runCtx, kinds)
+	b.ResetTimer()
+	began := time.Now()
+	createServices(b, e.ns, n)
+	created := time.Since(began)
+	want := n * perService
+	for {
+		got := countChildren(b, children, e.ns, kinds)
+		if got >= want {
+			break
+		}
+		if time.Since(began) > 10*time.Minute {
+			b.Fatalf("%d of %d children after 10 minutes", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(began)
+	b.StopTimer()
+	writesAtChildren := e.rec.count()
+
+	// Settled: no write for a few seconds.
+	last, quiet := e.rec.count(), time.Now()
+	for time.Since(quiet) < 3*time.Second {
+		time.Sleep(500 * time.Millisecond)
+		if c := e.rec.count(); c != last {
+			last, quiet = c, time.Now()
+		}
+	}
+	settled := e.rec.count()
+
+	// A full resync: every service is touched (an annotation the engine
+	// does not propagate) and so reconciled; none of it should write.
+	reconciledBefore := reconciles(b)
+	forEach(b, n, func(i int) error {
+		patch := []byte(`{"metadata":{"annotations":{"bench.odh-serving.opendatahub.io/touch":"1"}}}`)
+		svc := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: fmt.Sprintf("pd-%04d", i)}}
+		return cp.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch))
+	})
+	deadline := time.Now().Add(5 * time.Minute)
+	for reconciles(b)-reconciledBefore < float64(n) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	steady := e.rec.count() - settled
+	steadyReconciles := reconciles(b) - reconciledBefore
+
+	b.ReportMetric(took.Seconds(), "s-to-children")
+	b.ReportMetric(created.Seconds(), "s-to-create")
+	b.ReportMetric(float64(writesAtChildren)/float64(n), "writes/service-to-children")
+	b.ReportMetric(float64(settled)/float64(n), "writes/service")
+	b.ReportMetric(float64(steady), "steady-writes")
+	b.ReportMetric(steadyReconciles, "steady-reconciles")
+	b.ReportMetric(peakRSSMiB(b), "peak-rss-MiB")
+}
+
+// childrenOf renders the benchmark's service once: how many children a
+// service has (with its serving certificate secret) and of which kinds.
+func childrenOf(b *testing.B, sys string) (int, []schema.GroupVersionKind) {
+	b.Helper()
+	svc := &v1alpha2.LLMInferenceService{}
+	if err := yaml.UnmarshalStrict([]byte(prefillDecode), svc); err != nil {
+		b.Fatal(err)
+	}
+	svc.Namespace = "x"
+	catalog, err := presets.Catalog(sys, "kserve-", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := engine.Render(context.Background(), svc, catalog, engine.Options{SystemNamespace: sys, Images: images, Phase: "dual"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := []schema.GroupVersionKind{{Version: "v1", Kind: "Secret"}}
+	for _, o := range res.Objects {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if !contains(kinds, gvk) {
+			kinds = append(kinds, gvk)
+		}
+	}
+	return len(res.Objects) + 1, kinds
+}
+
+func contains(kinds []schema.GroupVersionKind, k schema.GroupVersionKind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// createServices creates n prefill/decode services.
+func createServices(b *testing.B, ns string, n int) {
+	b.Helper()
+	forEach(b, n, func(i int) error {
+		svc := &v1alpha2.LLMInferenceService{}
+		if err := yaml.UnmarshalStrict([]byte(prefillDecode), svc); err != nil {
+			return err
+		}
+		svc.Name, svc.Namespace = fmt.Sprintf("pd-%04d", i), ns
+		return cp.Client.Create(context.Background(), svc)
+	})
+}
+
+// forEach runs do for 0..n-1, eight at a time, and fails on the first error.
+func forEach(b *testing.B, n int, do func(i int) error) {
+	b.Helper()
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := do(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// watchChildren starts a metadata-only cache of the child kinds, so
+// counting them costs the API server one watch event per object rather than
+// a list every poll.
+func watchChildren(b *testing.B, ctx context.Context, kinds []schema.GroupVersionKind) cache.Cache {
+	b.Helper()
+	c, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, gvk := range kinds {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		if _, err := c.GetInformer(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			b.Error(err)
+		}
+	}()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("the children cache did not sync")
+	}
+	return c
+}
+
+// countChildren counts the children in ns: namespaced kinds there, and the
+// cluster-scoped bindings whose names start with it.
+func countChildren(b *testing.B, c cache.Cache, ns string, kinds []schema.GroupVersionKind) int {
+	b.Helper()
+	total := 0
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		var opts []client.ListOption
+		if gvk.Kind != "ClusterRoleBinding" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := c.List(context.Background(), list, opts...); err != nil {
+			b.Fatal(err)
+		}
+		for _, item := range list.Items {
+			if gvk.Kind == "ClusterRoleBinding" && !strings.HasPrefix(item.Name, ns+"-") {
+				continue
+			}
+			if gvk.Kind == "Secret" && !strings.HasSuffix(item.Name, "-kserve-self-signed-certs") {
+				continue
+			}
+			total++
+		}
+	}
+	return total
+}
+
+// resetPeakRSS restarts the kernel's peak RSS count of this process, so
+// each run reports its own (Linux; ignored elsewhere).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o600) }
+
+// peakRSSMiB reads VmHWM from /proc/self/status.
+func peakRSSMiB(b *testing.B) float64 {
+	b.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Logf("no peak RSS: %v", err)
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// benchWorkers is BENCH_WORKERS, or the controller's default.
+func benchWorkers() int {
+	n, _ := strconv.Atoi(os.Getenv("BENCH_WORKERS"))
+	return n
+}
