@@ -126,6 +126,10 @@ test-race: test-assets ## Run the engine and controller tests (unit and envtest)
 bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
 	go test -run '^$$' -bench . -benchmem -count 5 ./engine/...
 
+.PHONY: bench-controller
+bench-controller: test-assets ## Converge 100 and 500 prefill/decode services with the controller against the local API server (record in docs/benchmarks.md).
+	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/controller/ -run '^$$' -bench '^BenchmarkConverge$$' -benchtime 1x -timeout 40m
+
 .PHONY: update-golden
 update-golden: test-assets ## Rewrite the golden files under testdata/ from the current output; review the diff.
 	KUBEBUILDER_ASSETS=$(ASSETS) go test ./... -update
