@@ -41,13 +41,16 @@ const Finalizer = "serving.kserve.io/llmisvc-finalizer"
 // +kubebuilder:rbac:groups=serving.kserve.io,resources=llminferenceserviceconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete;bind
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=escalate;bind
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=system:auth-delegator
 // +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=inference.networking.k8s.io;inference.networking.x-k8s.io,resources=inferencepools,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler reconciles LLMInferenceServices.
 type Reconciler struct {
@@ -129,9 +132,11 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, nil
 	}
 	p.spec = spec
-	if p.decision, err = r.decide(ctx, p); err != nil {
+	in, err := r.migrationInput(ctx, p)
+	if err != nil {
 		return 0, err
 	}
+	p.decision = migration.Decide(in)
 	res, err := engine.Render(ctx, p.svc, catalog, r.opts.engineOptions(r.images, p.decision.Phase))
 	if err != nil {
 		p.renderFailed(err)
@@ -164,6 +169,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		}
 		return 0, err
 	}
+	r.redecide(p, in)
 	if err := r.prune(ctx, p); err != nil {
 		return 0, err
 	}
@@ -173,9 +179,9 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	return minPositive(p.decision.RequeueAfter, certRequeue), nil
 }
 
-// decide reads the live route and pools and asks internal/migration which
-// phase the service is in.
-func (r *Reconciler) decide(ctx context.Context, p *pass) (migration.Decision, error) {
+// migrationInput reads the live route and pools: what internal/migration
+// decides the service's phase from.
+func (r *Reconciler) migrationInput(ctx context.Context, p *pass) (migration.Input, error) {
 	ns := p.svc.Namespace
 	in := migration.Input{
 		Service: p.svc, Now: p.now, Grace: r.opts.MigrationGracePeriod,
@@ -186,7 +192,7 @@ func (r *Reconciler) decide(ctx context.Context, p *pass) (migration.Decision, e
 		if err == nil {
 			rt := &gatewayv1.HTTPRoute{}
 			if found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: name}, rt); err != nil {
-				return migration.Decision{}, err
+				return in, err
 			} else if found {
 				in.Route = rt
 			}
@@ -196,7 +202,7 @@ func (r *Reconciler) decide(ctx context.Context, p *pass) (migration.Decision, e
 	if in.V1Served {
 		v1 := &gieapiv1.InferencePool{}
 		if found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: pool}, v1); err != nil {
-			return migration.Decision{}, err
+			return in, err
 		} else if found {
 			in.PoolV1 = v1
 		}
@@ -204,17 +210,17 @@ func (r *Reconciler) decide(ctx context.Context, p *pass) (migration.Decision, e
 	if in.Alpha2Served {
 		a2 := &gieapixv1alpha2.InferencePool{}
 		if found, err := r.getOptional(ctx, types.NamespacedName{Namespace: ns, Name: pool}, a2); err != nil {
-			return migration.Decision{}, err
+			return in, err
 		} else if found {
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a2)
 			if err != nil {
-				return migration.Decision{}, fmt.Errorf("convert InferencePool %s/%s: %w", ns, pool, err)
+				return in, fmt.Errorf("convert InferencePool %s/%s: %w", ns, pool, err)
 			}
 			in.PoolAlpha2 = &unstructured.Unstructured{Object: m}
 			in.PoolAlpha2.SetGroupVersionKind(gvkPoolV1alpha2)
 		}
 	}
-	return migration.Decide(in), nil
+	return in, nil
 }
 
 // readChild reads a child of the service into obj: as this pass wrote it,
@@ -257,6 +263,30 @@ func poolRef(spec *v1alpha2.LLMInferenceServiceSpec) string {
 		return r.Scheduler.Pool.Ref.Name
 	}
 	return ""
+}
+
+// redecide explains the phase again once this pass created the route, so
+// the status does not say the route is missing. The phase stays the one the
+// route was rendered with.
+func (r *Reconciler) redecide(p *pass, in migration.Input) {
+	if in.Route != nil {
+		return
+	}
+	name, err := naming.ChildName(p.svc.Name, "-kserve-route")
+	if err != nil {
+		return
+	}
+	u, ok := p.applied[childID{gvk: gvkHTTPRoute, name: name}]
+	if !ok {
+		return
+	}
+	in.Route = &gatewayv1.HTTPRoute{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, in.Route); err != nil {
+		return
+	}
+	if d := migration.Decide(in); d.Phase == p.decision.Phase {
+		p.decision = d
+	}
 }
 
 // classify finds each child's kind and returns the CRDs that are missing
