@@ -80,6 +80,7 @@ func TestHelmInstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm is not on PATH; run the tests with `make test`: %v", err)
 	}
+	kubeconfig := writeKubeconfig(t)
 	before := clusterScoped(t)
 	eachCase(t, entryHelmInstall, func(t *testing.T, c *badCase, want string) {
 		t.Helper()

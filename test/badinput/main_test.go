@@ -1,8 +1,6 @@
 package badinput
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,42 +13,22 @@ import (
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
-var (
-	cp *controlplane.ControlPlane
-	// kubeconfig reaches the control plane as an administrator, for helm.
-	kubeconfig string
-)
+var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 
-func run(m *testing.M) (code int, err error) {
-	dir, err := os.MkdirTemp("", "odh-serving-badinput-")
-	if err != nil {
-		return 1, err
-	}
-	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	cp, err = controlplane.Start()
-	if err != nil {
-		return 1, err
-	}
-	defer func() { err = errors.Join(err, cp.Stop()) }()
-	kubeconfig = filepath.Join(dir, "kubeconfig")
+// writeKubeconfig writes a kubeconfig that reaches the control plane as an
+// administrator, for helm, and returns its path.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cp.Config.CertData, ClientKeyData: cp.Config.KeyData, Token: cp.Config.BearerToken}
 	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		return 1, fmt.Errorf("write kubeconfig: %w", err)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatalf("write kubeconfig: %v", err)
 	}
-	return m.Run(), nil
+	return path
 }
