@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/engine"
@@ -54,6 +55,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.CertMode = build.CertMode(opts.CertMode)
 	eopts.InternalGatewayName = opts.InternalGateway
 	var out bytes.Buffer
+	var all []*unstructured.Unstructured
 	for _, s := range in.Services {
 		res, err := engine.Render(tb.Context(), s.Service, catalog, eopts)
 		if err != nil {
@@ -63,9 +65,10 @@ func renderCase(tb testing.TB, dir string) []byte {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := manifest.WriteYAML(&out, objs); err != nil {
-			tb.Fatal(err)
-		}
+		all = append(all, objs...)
+	}
+	if err := manifest.WriteYAML(&out, all); err != nil {
+		tb.Fatal(err)
 	}
 	return out.Bytes()
 }
