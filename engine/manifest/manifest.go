@@ -30,39 +30,32 @@ type Document struct {
 func (d *Document) Where() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
 
 // Split reads a multi-document YAML stream. Empty documents are skipped; a
-// document that is not an object with apiVersion and kind is an error.
+// document that is not an object with apiVersion and kind is an error. The
+// documents are decoded on every core; the first error in stream order is
+// returned.
 func Split(file string, data []byte) ([]Document, error) {
-	var docs []Document
+	type chunk struct {
+		text []byte
+		line int
+	}
+	var chunks []chunk
 	line := 1
 	start := 1
 	var cur bytes.Buffer
 	content := false // cur has a line that is neither blank nor a comment
-	flush := func() error {
-		text := cur.Bytes()
+	flush := func() {
+		if content {
+			chunks = append(chunks, chunk{text: bytes.Clone(cur.Bytes()), line: start})
+		}
 		cur.Reset()
-		if !content {
-			return nil
-		}
 		content = false
-		js, err := yaml.YAMLToJSONStrict(text)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", file, start, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			return fmt.Errorf("%s:%d: %w", file, start, err)
-		}
-		docs = append(docs, Document{File: file, Line: start, JSON: js, Object: u})
-		return nil
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for sc.Scan() {
 		text := sc.Text()
 		if strings.HasPrefix(text, "---") && strings.TrimSpace(strings.TrimPrefix(text, "---")) == "" {
-			if err := flush(); err != nil {
-				return nil, err
-			}
+			flush()
 			line++
 			start = line
 			continue
@@ -78,11 +71,33 @@ func Split(file string, data []byte) ([]Document, error) {
 		cur.WriteByte('\n')
 		line++
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	scanErr := sc.Err()
+	if scanErr == nil {
+		flush()
 	}
-	if err := flush(); err != nil {
-		return nil, err
+	docs := make([]Document, len(chunks))
+	errs := make([]error, len(chunks))
+	parallel(len(chunks), func(i int) {
+		c := chunks[i]
+		js, err := yaml.YAMLToJSONStrict(c.text)
+		if err != nil {
+			errs[i] = fmt.Errorf("%s:%d: %w", file, c.line, err)
+			return
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			errs[i] = fmt.Errorf("%s:%d: %w", file, c.line, err)
+			return
+		}
+		docs[i] = Document{File: file, Line: c.line, JSON: js, Object: u}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if scanErr != nil {
+		return nil, fmt.Errorf("%s: %w", file, scanErr)
 	}
 	return docs, nil
 }

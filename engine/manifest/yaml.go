@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -559,17 +560,32 @@ func keyLessIn[C byte | rune](ar, br []C, isLetter, isDigit func(C) bool) bool {
 func encodeAll(objs []*unstructured.Unstructured) ([][]byte, error) {
 	out := make([][]byte, len(objs))
 	errs := make([]error, len(objs))
-	workers := min(runtime.GOMAXPROCS(0), len(objs)/16+1)
+	parallel(len(objs), func(i int) {
+		if out[i], errs[i] = encodeYAML(objs[i].Object); errs[i] != nil {
+			errs[i] = fmt.Errorf("encode %s %s: %w", objs[i].GetKind(), objs[i].GetName(), errs[i])
+		}
+	})
+	return out, errors.Join(errs...)
+}
+
+// parallel calls do for 0..n-1 on every core, or inline when n is too
+// small for that to pay.
+func parallel(n int, do func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/8)
+	if workers < 2 {
+		for i := range n {
+			do(i)
+		}
+		return
+	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for k := range workers {
+	for range workers {
 		wg.Go(func() {
-			for i := k; i < len(objs); i += workers {
-				if out[i], errs[i] = encodeYAML(objs[i].Object); errs[i] != nil {
-					errs[i] = fmt.Errorf("encode %s %s: %w", objs[i].GetKind(), objs[i].GetName(), errs[i])
-				}
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				do(i)
 			}
 		})
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/overlay"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -113,11 +114,23 @@ func expandStatic(data []byte, f *postRenderFlags) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The built-in presets decode while the stream does.
+	var builtin []*preset.Preset
+	var builtinErr error
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		builtin, builtinErr = presets.Load(f.systemNamespace, f.prefix)
+	}()
 	in, err := manifest.Decode("<stdin>", data)
+	<-loaded
 	if err != nil {
 		return nil, err
 	}
-	catalog, err := presets.Catalog(f.systemNamespace, f.prefix, in.Presets)
+	if builtinErr != nil {
+		return nil, builtinErr
+	}
+	catalog, err := preset.Overlay(f.systemNamespace, builtin, in.Presets)
 	if err != nil {
 		return nil, err
 	}

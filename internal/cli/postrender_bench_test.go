@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,24 +14,40 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 )
 
-// pdStream is a Helm-like stream of n prefill/decode services, each a copy
-// of examples/prefill-decode.yaml under its own name.
+// pdStream is a stream like the odh-serving chart's: the shipped presets
+// as LLMInferenceServiceConfig objects in the system namespace (the chart
+// installs them), then n prefill/decode services, each a copy of
+// examples/prefill-decode.yaml under its own name.
 func pdStream(tb testing.TB, n int) []byte {
 	tb.Helper()
+	var buf bytes.Buffer
+	files, err := filepath.Glob("../../presets/*/preset.yaml")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no presets: %v", err)
+	}
+	for _, file := range files {
+		p, err := os.ReadFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		name := filepath.Base(filepath.Dir(file))
+		fmt.Fprintf(&buf, "---\n# Source: odh-serving/templates/presets.yaml\n%s",
+			strings.Replace(string(p), "  name: "+name+"\n", "  name: kserve-"+name+"\n  namespace: opendatahub\n", 1))
+	}
 	svc, err := os.ReadFile("../../examples/prefill-decode.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var buf bytes.Buffer
 	for i := range n {
-		fmt.Fprintf(&buf, "---\n# Source: odh-serving/templates/services.yaml\n%s",
+		fmt.Fprintf(&buf, "---\n# Source: odh-serving/templates/llminferenceservices.yaml\n%s",
 			strings.Replace(string(svc), "name: llama-pd\n", fmt.Sprintf("name: llama-pd-%04d\n", i), 1))
 	}
 	return buf.Bytes()
 }
 
-// BenchmarkPostRender runs `post-render --mode static` over 1, 100 and
-// 1,000 prefill/decode services: decode the stream, load the presets,
+// BenchmarkPostRender runs `post-render --mode static` over the shipped
+// presets and 1, 100 and 1,000 prefill/decode services: decode the stream,
+// load the built-in presets,
 // render every service (on every core), write the stream and the children
 // as YAML. ns/service is the wall time per service; cpu-ns/service the
 // processor time of all threads per service (user + system, from
