@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +76,7 @@ func converge(b *testing.B, n int) {
 
 	children := watchChildren(b, runCtx, kinds)
 	b.ResetTimer()
+	cpuBefore, serversBefore := processCPU(), childrenCPU(b)
 	began := time.Now()
 	createServices(b, e.ns, n)
 	created := time.Since(began)
@@ -89,6 +92,7 @@ func converge(b *testing.B, n int) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	took := time.Since(began)
+	cpu, servers := processCPU()-cpuBefore, childrenCPU(b)-serversBefore
 	b.StopTimer()
 	writesAtChildren := e.rec.count()
 
@@ -125,6 +129,8 @@ func converge(b *testing.B, n int) {
 	b.ReportMetric(float64(steady), "steady-writes")
 	b.ReportMetric(steadyReconciles, "steady-reconciles")
 	b.ReportMetric(peakRSSMiB(b), "peak-rss-MiB")
+	b.ReportMetric(cpu.Seconds(), "test-process-cpu-s")
+	b.ReportMetric(servers.Seconds(), "apiserver+etcd-cpu-s")
 }
 
 // childrenOf renders the benchmark's service once: how many children a
@@ -261,6 +267,44 @@ func countChildren(b *testing.B, c cache.Cache, ns string, kinds []schema.GroupV
 		}
 	}
 	return total
+}
+
+// processCPU is the CPU time this process (controller, webhooks, test
+// clients) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// childrenCPU is the CPU time the child processes (kube-apiserver and
+// etcd, which envtest starts) have used, from /proc (Linux; 0 elsewhere).
+func childrenCPU(b *testing.B) time.Duration {
+	b.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	self := strconv.Itoa(os.Getpid())
+	var ticks int64
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// The fields after the command, which is in parentheses.
+		i := strings.LastIndexByte(string(data), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data)[i+1:])
+		if len(f) < 13 || f[1] != self {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // resetPeakRSS restarts the kernel's peak RSS count of this process, so
