@@ -52,6 +52,12 @@ func (e *enabler) enable(ctx context.Context, crd string) error {
 		return nil
 	}
 	gvk := optionalCRDs[crd]
+	k := kind{gvk: gvk, crd: crd}
+	if _, child := kindOf(gvk); child {
+		if err := indexChildren(ctx, e.mgr.GetFieldIndexer(), k); err != nil {
+			return fmt.Errorf("index %s children: %w", gvk.Kind, err)
+		}
+	}
 	var h handler.EventHandler
 	switch crd {
 	case crdHTTPRoute:
@@ -66,7 +72,6 @@ func (e *enabler) enable(ctx context.Context, crd string) error {
 	default:
 		h = e.r.childHandler(e.mgr)
 	}
-	k := kind{gvk: gvk, crd: crd}
 	if err := e.controller.Watch(source.Kind(e.mgr.GetCache(), k.newObject(), h)); err != nil {
 		return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 	}

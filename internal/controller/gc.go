@@ -46,7 +46,10 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 // pruneKind deletes the service's children of one kind that are not in keep.
 func (r *Reconciler) pruneKind(ctx context.Context, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
 	list := k.newList()
-	opts := []client.ListOption{client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: svc.Name}}
+	opts := []client.ListOption{
+		client.MatchingFields{indexChildOf: svc.Name},
+		client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: svc.Name},
+	}
 	if !k.clusterScoped {
 		opts = append(opts, client.InNamespace(svc.Namespace))
 	}

@@ -37,7 +37,21 @@ const (
 	indexPoolRef = "odh-serving.poolRef"
 	// indexParentGateways indexes HTTPRoutes by the Gateways they attach to.
 	indexParentGateways = "odh-serving.parentGateways"
+	// indexChildOf indexes objects of the child kinds by the service their
+	// labels name (app.kubernetes.io/name, with the part-of label), so the
+	// label inventory reads a service's objects, not the namespace's.
+	indexChildOf = "odh-serving.childOf"
 )
+
+// indexChildren indexes a child kind by the service its labels name.
+func indexChildren(ctx context.Context, indexer client.FieldIndexer, k kind) error {
+	return indexer.IndexField(ctx, k.newObject(), indexChildOf, func(o client.Object) []string {
+		if l := o.GetLabels(); l[build.LabelPartOf] == build.PartOf && l[build.LabelName] != "" {
+			return []string{l[build.LabelName]}
+		}
+		return nil
+	})
+}
 
 func (r *Reconciler) indexServices(ctx context.Context, indexer client.FieldIndexer) error {
 	svc := &v1alpha2.LLMInferenceService{}

@@ -66,6 +66,13 @@ func Setup(mgr manager.Manager, opts Options) error {
 	if err := r.indexServices(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index LLMInferenceServices: %w", err)
 	}
+	for _, k := range childKinds {
+		if k.crd == "" {
+			if err := indexChildren(ctx, mgr.GetFieldIndexer(), k); err != nil {
+				return fmt.Errorf("index %s children: %w", k.gvk.Kind, err)
+			}
+		}
+	}
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
