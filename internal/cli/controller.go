@@ -27,8 +27,9 @@ type controllerFlags struct {
 	opts       controller.Options
 }
 
-func newController(s Streams) *cobra.Command {
-	f := &controllerFlags{}
+func newController(s Streams) *cobra.Command { return controllerCommand(s, &controllerFlags{}) }
+
+func controllerCommand(s Streams, f *controllerFlags) *cobra.Command {
 	zapOpts := zap.Options{}
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -76,13 +77,24 @@ Logs are structured (zap); see the --zap-* flags.`,
 	return cmd
 }
 
-func runController(ctx context.Context, f *controllerFlags) error {
+// options checks the flags and returns the controller options they give.
+func (f *controllerFlags) options() (controller.Options, error) {
 	mode, err := build.ParseCertMode(f.certMode)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	opts := f.opts
+	opts.CertMode = mode
+	prefix := f.prefix
+	opts.PresetPrefix = &prefix
+	return opts, nil
+}
+
+func runController(ctx context.Context, f *controllerFlags) error {
+	opts, err := f.options()
 	if err != nil {
 		return err
 	}
-	f.opts.CertMode = mode
-	f.opts.PresetPrefix = &f.prefix
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
@@ -92,7 +104,7 @@ func runController(ctx context.Context, f *controllerFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return controller.Run(ctx, cfg, f.opts)
+	return controller.Run(ctx, cfg, opts)
 }
 
 // restConfig reads a kubeconfig file, or finds one as kubectl does

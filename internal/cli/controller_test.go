@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+)
+
+func TestControllerFlags(t *testing.T) {
+	parse := func(t *testing.T, args ...string) (controller.Options, error) {
+		t.Helper()
+		f := &controllerFlags{}
+		var out bytes.Buffer
+		cmd := controllerCommand(Streams{In: strings.NewReader(""), Out: &out, Err: &out}, f)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.options()
+	}
+	defaults, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "kserve-"
+	want := controller.Options{
+		SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned,
+		CertIssuer:           build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
+		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
+		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
+		ManageCRDs: true, MaxConcurrentReconciles: 4, PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
+	}
+	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+
+	got, err := parse(t, "--system-namespace=odh", "--watch-namespaces=a,b", "--cert-mode=cert-manager",
+		"--cert-issuer-kind=Issuer", "--cert-issuer-name=ca", "--migration-grace-period=1h", "--static-mode",
+		"--leader-elect", "--leader-election-namespace=le", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
+		"--webhook-port=9444", "--webhook-cert-dir=/certs", "--webhook-service-name=hook", "--disable-webhooks",
+		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
+		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
+		"--zap-log-level=debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := ""
+	want = controller.Options{
+		SystemNamespace: "odh", WatchNamespaces: []string{"a", "b"}, CertMode: build.CertManager,
+		CertIssuer: build.CertIssuer{Kind: "Issuer", Name: "ca"}, MigrationGracePeriod: time.Hour, StaticMode: true,
+		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
+		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
+		MaxConcurrentReconciles: 8, PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
+		InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(controller.Options{})); diff != "" {
+		t.Errorf("flags (-want +got):\n%s", diff)
+	}
+
+	if _, err := parse(t, "--cert-mode=vault"); err == nil || !strings.Contains(err.Error(), "vault") {
+		t.Errorf("a bad --cert-mode: %v", err)
+	}
+}
