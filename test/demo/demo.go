@@ -36,7 +36,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
 )
 
-// Names the demo uses; the chart's fixed names are in /work/contracts.md.
+// Names the demo uses; the chart fixes the names of what it makes.
 const (
 	systemNamespace = "opendatahub"
 	crdsRelease     = "odh-serving-crds"

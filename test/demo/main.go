@@ -1,8 +1,3 @@
-// Command demo is `make demo`: odh-serving's charts installed with the real
-// helm CLI into a local kube-apiserver, the controller running as a process
-// on this machine, three services on the CPU presets, a SIMULATED data plane
-// in place of kubelet and gateway, the InferencePool migration from dual to
-// v1, and a helm upgrade that changes a workload. See doc.go.
 package main
 
 import (

@@ -1,0 +1,32 @@
+// Command demo is `make demo`: odh-serving doing its main job on one machine,
+// with no cluster and no GPU (docs/demo.md shows a run).
+//
+//  1. build bin/odh-serving; build once, then reuse, etcd, kube-apiserver and
+//     helm (hack/setup-test-assets.sh);
+//  2. start kube-apiserver and etcd on loopback (test/localcluster), the
+//     kubeconfig in bin/demo/;
+//  3. helm install charts/odh-serving-crds, then charts/odh-serving in
+//     controller mode;
+//  4. run `odh-serving controller` as a process here (there is no kubelet),
+//     its webhook reached through an EndpointSlice of the chart's webhook
+//     Service that points at this machine;
+//  5. helm upgrade with three services on the CPU presets
+//     (values-demo.yaml: single node, prefill/decode with a scheduler, data
+//     parallel across nodes);
+//  6. start the SIMULATED data plane (test/simdataplane), which plays the
+//     kubelet, the LWS operator and the gateway;
+//  7. print `odh-serving status -A` as it changes until every service is
+//     Ready with its route moved from the dual to the v1 InferencePool, then
+//     each service's objects by kind;
+//  8. helm upgrade with llama-pd's decode replicas changed, and wait for the
+//     Deployment to follow;
+//  9. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
+//     kubectl against it.
+//
+// Each step prints a line with the time since the start. Other commands:
+// `down` (stop a kept environment), `devcluster up|down` (the local cluster
+// alone), `dataplane --kubeconfig FILE` (the simulation in the foreground).
+//
+// demo_test.go runs the same steps in-process and checks their outcome, so
+// the demo cannot rot.
+package main
