@@ -69,7 +69,7 @@ Logs are structured (zap); see the --zap-* flags.`,
 	fs.StringVar(&f.prefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
 	fs.StringVar(&o.IngressGatewayName, "ingress-gateway-name", controller.DefaultIngressGatewayName, "the Gateway managed routes attach to")
 	fs.StringVar(&o.IngressGatewayNamespace, "ingress-gateway-namespace", "", "its namespace; default: the system namespace")
-	fs.StringVar(&o.InternalGatewayName, "internal-gateway-name", "", "the cluster-internal Gateway, reported as address gateway-internal; empty: none (the chart's is "+controller.DefaultInternalGatewayName+")")
+	fs.StringVar(&o.InternalGatewayName, "internal-gateway-name", controller.DefaultInternalGatewayName, "the cluster-internal Gateway: routes attached to it are reported as address gateway-internal; empty: none")
 	fs.StringVar(&o.InternalGatewayNamespace, "internal-gateway-namespace", "", "its namespace; default: the system namespace")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(gofs)

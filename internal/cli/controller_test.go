@@ -34,6 +34,7 @@ func TestControllerFlags(t *testing.T) {
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
 		ManageCRDs: true, MaxConcurrentReconciles: 4, PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
+		InternalGatewayName: "kserve-internal-gateway",
 	}
 	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

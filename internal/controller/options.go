@@ -67,8 +67,9 @@ type Options struct {
 	IngressGatewayName      string
 	IngressGatewayNamespace string
 	// InternalGatewayName names the cluster-internal gateway whose URLs are
-	// reported as gateway-internal; empty means none. Its namespace
-	// defaults to the system namespace.
+	// reported as gateway-internal; empty means none (the command's flag
+	// defaults to kserve-internal-gateway). Its namespace defaults to the
+	// system namespace.
 	InternalGatewayName      string
 	InternalGatewayNamespace string
 

@@ -200,3 +200,27 @@ func mainEnv(e *env, deployment, name string) string {
 	}
 	return ""
 }
+
+// TestDeleteCleansUp: deleting a service deletes its cluster-scoped
+// children, which no owner reference reaches, and then lets the service
+// go. (envtest runs no garbage collector, so the namespaced children, which
+// carry owner references, are not checked here.)
+func TestDeleteCleansUp(t *testing.T) {
+	e := startWithGateway(t)
+	e.create(simulator)
+	e.waitReady("sim")
+	auth := e.ns + "-sim-epp-auth-rb"
+	e.waitExists(clusterBinding, auth)
+	if svc := e.service("sim"); len(svc.Finalizers) != 1 || svc.Finalizers[0] != controller.Finalizer {
+		t.Errorf("finalizers %v", svc.Finalizers)
+	}
+	e.must(e.c.Delete(context.Background(), e.service("sim")))
+	e.waitGone(clusterBinding, auth)
+	eventually(t, "the service is gone", func() error {
+		err := e.c.Get(context.Background(), clientKey(e.ns, "sim"), &v1alpha2.LLMInferenceService{})
+		if err == nil {
+			return fmt.Errorf("still there")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
