@@ -162,6 +162,9 @@ func (c *Cluster) closeLogs() error {
 // APIServerURL is the API server's address.
 func (c *Cluster) APIServerURL() string { return c.Config.Host }
 
+// EtcdURL is etcd's client address.
+func (c *Cluster) EtcdURL() string { return c.env.ControlPlane.Etcd.URL.String() }
+
 // Stop stops the API server and etcd, and removes the etcd data, the
 // certificates and the kubeconfig (which would name a dead server).
 func (c *Cluster) Stop() error {

@@ -263,6 +263,9 @@ func TestIntegrationUpDown(t *testing.T) {
 	if !st.Running() {
 		t.Fatal("the supervisor is not running after Up returned")
 	}
+	if !strings.HasPrefix(st.EtcdURL, "http://127.0.0.1:") || !strings.HasPrefix(st.APIServerURL, "https://127.0.0.1:") {
+		t.Errorf("state has etcd at %q and the API server at %q, want both on loopback", st.EtcdURL, st.APIServerURL)
+	}
 	if runtimeHasProc() && (st.EtcdPID == 0 || st.APIServerPID == 0) {
 		t.Errorf("state lacks the control plane's pids: %+v", st)
 	}

@@ -26,6 +26,8 @@ type State struct {
 	APIServerPID int `json:"apiServerPid,omitempty"`
 	// APIServerURL is where the API server listens (loopback).
 	APIServerURL string `json:"apiServerUrl"`
+	// EtcdURL is where etcd listens for clients (loopback).
+	EtcdURL string `json:"etcdUrl"`
 	// Kubeconfig is the kubeconfig's path.
 	Kubeconfig string `json:"kubeconfig"`
 	// Dir is the cluster's folder; its path appears in the command line of
@@ -78,6 +80,7 @@ func Serve(ctx context.Context, opts Options) error {
 	st := &State{
 		SupervisorPID: os.Getpid(),
 		APIServerURL:  c.APIServerURL(),
+		EtcdURL:       c.EtcdURL(),
 		Kubeconfig:    c.Kubeconfig,
 		Dir:           c.Dir,
 		Started:       time.Now().UTC().Truncate(time.Second),
