@@ -34,7 +34,6 @@ func TestControllerFlags(t *testing.T) {
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
 		ManageCRDs: true, MaxConcurrentReconciles: 4, PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
-		InternalGatewayName: "kserve-internal-gateway",
 	}
 	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -46,7 +45,7 @@ func TestControllerFlags(t *testing.T) {
 		"--webhook-port=9444", "--webhook-cert-dir=/certs", "--webhook-service-name=hook", "--disable-webhooks",
 		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
-		"--zap-log-level=debug")
+		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--zap-log-level=debug")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +57,7 @@ func TestControllerFlags(t *testing.T) {
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
 		MaxConcurrentReconciles: 8, PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
 		InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
+		Images: map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2"},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)

@@ -175,14 +175,16 @@ func (o Options) validate() error {
 // engineOptions are the render options for a phase.
 func (o Options) engineOptions(images map[string]string, phase build.Phase) engine.Options {
 	return engine.Options{
-		SystemNamespace:         o.SystemNamespace,
-		PresetPrefix:            o.PresetPrefix,
-		Phase:                   phase,
-		IngressGatewayName:      o.IngressGatewayName,
-		IngressGatewayNamespace: o.IngressGatewayNamespace,
-		StorageInitializerImage: o.StorageInitializerImage,
-		Images:                  images,
-		CertMode:                o.CertMode,
-		CertIssuer:              o.CertIssuer,
+		SystemNamespace:          o.SystemNamespace,
+		PresetPrefix:             o.PresetPrefix,
+		Phase:                    phase,
+		IngressGatewayName:       o.IngressGatewayName,
+		IngressGatewayNamespace:  o.IngressGatewayNamespace,
+		InternalGatewayName:      o.InternalGatewayName,
+		InternalGatewayNamespace: o.InternalGatewayNamespace,
+		StorageInitializerImage:  o.StorageInitializerImage,
+		Images:                   images,
+		CertMode:                 o.CertMode,
+		CertIssuer:               o.CertIssuer,
 	}
 }

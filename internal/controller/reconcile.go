@@ -156,16 +156,16 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		p.crdMissing(missing)
 		return 0, nil
 	}
-	if r.opts.StaticMode {
-		if err := r.moveWeights(ctx, p); err != nil {
-			return 0, err
-		}
-		return p.decision.RequeueAfter, r.observe(ctx, p)
-	}
 	certRequeue, err := r.ensureTLS(ctx, p)
 	if err != nil {
 		p.failed(false, err)
 		return 0, err
+	}
+	if r.opts.StaticMode {
+		if err := r.moveWeights(ctx, p); err != nil {
+			return 0, err
+		}
+		return minPositive(p.decision.RequeueAfter, certRequeue), r.observe(ctx, p)
 	}
 	if err := r.applyAll(ctx, p); err != nil {
 		if onlyNotControlled(err) {

@@ -45,7 +45,12 @@ func Setup(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	maps.Copy(images, opts.Images)
+	for key, ref := range opts.Images {
+		if _, known := images[key]; !known {
+			return fmt.Errorf("image %s=%s: unknown image key %q; the keys are in presets/images.yaml", key, ref, key)
+		}
+		images[key] = ref
+	}
 	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
 	if err != nil {
 		return err
@@ -56,7 +61,9 @@ func Setup(mgr manager.Manager, opts Options) error {
 		kinds:   newAvailability(),
 		requeue: make(chan event.GenericEvent, 1024),
 	}
-	if opts.CertMode == build.CertSelfSigned && !opts.StaticMode {
+	// Static mode too: Helm renders no key, so the workloads' and endpoint
+	// pickers' self-signed secrets come from here in either mode.
+	if opts.CertMode == build.CertSelfSigned {
 		r.authority = opts.ca
 		if r.authority == nil {
 			r.authority = newAuthority(mgr, opts)

@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine"
@@ -61,5 +63,12 @@ func TestStaticMode(t *testing.T) {
 	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, d))
 	if len(d.OwnerReferences) > 0 || d.Annotations[controller.AnnotationAppliedHash] != "" {
 		t.Errorf("static mode touched the Deployment: %+v", d.ObjectMeta)
+	}
+	// Helm renders no key: the serving secret the pods mount comes from the
+	// controller in static mode too.
+	sec := &corev1.Secret{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-self-signed-certs"}, sec))
+	if len(sec.Data["tls.crt"]) == 0 || len(sec.Data["tls.key"]) == 0 {
+		t.Errorf("secret %s has keys %v, want tls.crt and tls.key", sec.Name, slices.Sorted(maps.Keys(sec.Data)))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,12 +119,17 @@ spec:
 	eventually(t, "the working service's Deployment", func() error {
 		return cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works-kserve"}, &appsv1.Deployment{})
 	})
-	rotate := &v1alpha2.LLMInferenceService{}
-	if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works"}, rotate); err != nil {
-		t.Fatal(err)
-	}
-	rotate.Spec.Template.Containers[0].Env[0].Value = tokenRotated
-	if err := cp.Client.Update(ctx, rotate); err != nil {
+	// The controller writes the service too (finalizer, status): retry the
+	// edit on a conflict, as any client would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rotate := &v1alpha2.LLMInferenceService{}
+		if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works"}, rotate); err != nil {
+			return err
+		}
+		rotate.Spec.Template.Containers[0].Env[0].Value = tokenRotated
+		return cp.Client.Update(ctx, rotate)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the rotated token in the Deployment", func() error {
