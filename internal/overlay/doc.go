@@ -14,7 +14,7 @@
 //   - an overlay of kind Kustomization lists the stream among its own
 //     resources as helm-output.yaml (the usual Helm post-renderer layout).
 //
-// The build keeps the stream's order (kustomize's "none" reorder), loads
+// The build keeps the stream's order (kustomize's fifo sort order), loads
 // files only from inside the overlay and runs no plugins or exec
 // functions, so the same stream and overlay give the same bytes. Errors
 // name the overlay and, where kustomize or YAML parsing says, the file.
