@@ -71,7 +71,7 @@ Logs are structured (zap); see the --zap-* flags.`,
 	fs.StringVar(&o.IngressGatewayNamespace, "ingress-gateway-namespace", "", "its namespace; default: the system namespace")
 	fs.StringVar(&o.InternalGatewayName, "internal-gateway-name", "", "a cluster-internal Gateway (the chart's is "+controller.DefaultInternalGatewayName+"): managed routes on the ingress gateway attach to it too, reported as address gateway-internal; empty: none")
 	fs.StringVar(&o.InternalGatewayNamespace, "internal-gateway-namespace", "", "its namespace; default: the system namespace")
-	fs.StringToStringVar(&o.Images, "image", nil, "override an image presets name by key, KEY=REF (repeatable; keys in presets/images.yaml)")
+	fs.StringToStringVar(&o.Images, "image", nil, "an image presets name by key, KEY=REF (repeatable): overrides a key of presets/images.yaml or adds one for team presets")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)

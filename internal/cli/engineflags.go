@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"maps"
 
 	"github.com/spf13/pflag"
 
@@ -28,7 +28,7 @@ func (e *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
 	fs.StringVar(&e.certMode, "cert-mode", string(build.CertSelfSigned),
 		"where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager (ClusterIssuer odh-serving-ca)")
-	fs.StringToStringVar(&e.images, "image", nil, "override an image presets name by key, KEY=REF (repeatable; keys in presets/images.yaml)")
+	fs.StringToStringVar(&e.images, "image", nil, "an image presets name by key, KEY=REF (repeatable): overrides a key of presets/images.yaml or adds one for team presets")
 	fs.StringVar(&e.ingressGateway, "ingress-gateway-name", "kserve-ingress-gateway", "the Gateway managed routes attach to, in the system namespace")
 	fs.StringVar(&e.internalGateway, "internal-gateway-name", "", "a Gateway for in-cluster callers, in the system namespace; managed routes attach to it too")
 }
@@ -47,12 +47,8 @@ func (e *engineFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
-	for key, ref := range e.images {
-		if _, known := images[key]; !known {
-			return engine.Options{}, fmt.Errorf("--image %s=%s: unknown image key %q; the keys are in presets/images.yaml", key, ref, key)
-		}
-		images[key] = ref
-	}
+	// Overrides of shipped keys, and new keys for team presets.
+	maps.Copy(images, e.images)
 	return engine.Options{
 		SystemNamespace: e.systemNamespace, PresetPrefix: &e.prefix, Phase: phase, CertMode: certMode, Images: images,
 		IngressGatewayName: e.ingressGateway, InternalGatewayName: e.internalGateway,

@@ -45,12 +45,9 @@ func Setup(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	for key, ref := range opts.Images {
-		if _, known := images[key]; !known {
-			return fmt.Errorf("image %s=%s: unknown image key %q; the keys are in presets/images.yaml", key, ref, key)
-		}
-		images[key] = ref
-	}
+	// Overrides of shipped keys, and new keys for team presets
+	// ({{ .GlobalConfig.Images.vllmRocm }}).
+	maps.Copy(images, opts.Images)
 	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
 	if err != nil {
 		return err
