@@ -59,6 +59,7 @@ func TestWebhookServerTLS(t *testing.T) {
 		name := tls.VersionName(tc.version)
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{
 			RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tc.version, MaxVersion: tc.version, //nolint:gosec // offering old versions is the test
+			NextProtos: []string{"h2", "http/1.1"},
 		})
 		switch {
 		case tc.ok && err != nil:
@@ -69,6 +70,9 @@ func TestWebhookServerTLS(t *testing.T) {
 		if err == nil {
 			if got := conn.ConnectionState().Version; got != tc.version {
 				t.Errorf("asked for %s, got %s", name, tls.VersionName(got))
+			}
+			if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+				t.Errorf("%s: the webhook server agreed to HTTP/2; it serves HTTP/1.1 only", name)
 			}
 			_ = conn.Close()
 		}
