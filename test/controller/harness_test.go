@@ -107,6 +107,9 @@ type env struct {
 	stop func()
 	// poolFilter, when set, limits the pools simulatePools accepts.
 	poolFilter func(name string) bool
+	// cfg, when set, is the API server the controller talks to instead of
+	// the package's control plane (c should reach the same one).
+	cfg *rest.Config
 }
 
 var nsSeq atomic.Int64
@@ -182,7 +185,11 @@ const managedRouter = `    route: {}
 // run starts the controller; stop stops it.
 func (e *env) run() {
 	e.t.Helper()
-	cfg := rest.CopyConfig(cp.Config)
+	base := cp.Config
+	if e.cfg != nil {
+		base = e.cfg
+	}
+	cfg := rest.CopyConfig(base)
 	cfg.WrapTransport = e.rec.wrap
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -218,12 +225,7 @@ func eventually(tb testing.TB, what string, check func() error) {
 // create decodes a YAML service or preset into the test namespace.
 func (e *env) create(doc string) *v1alpha2.LLMInferenceService {
 	e.t.Helper()
-	svc := &v1alpha2.LLMInferenceService{}
-	if err := yaml.UnmarshalStrict([]byte(doc), svc); err != nil {
-		e.t.Fatalf("decode service: %v", err)
-	}
-	svc.APIVersion, svc.Kind = v1alpha2.GroupVersion.String(), "LLMInferenceService"
-	svc.Namespace = e.ns
+	svc := e.decode(doc)
 	if err := e.c.Create(context.Background(), svc); err != nil {
 		e.t.Fatalf("create service %s: %v", svc.Name, err)
 	}

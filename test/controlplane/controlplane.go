@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -45,6 +46,9 @@ type ControlPlane struct {
 	env        *envtest.Environment
 	stopServer context.CancelFunc
 	serverDone chan error
+	// certDir is the API server's certificate directory of a Restartable
+	// control plane; Stop removes it.
+	certDir string
 }
 
 // NewScheme returns a scheme with every kind the tests use.
@@ -70,6 +74,12 @@ type Options struct {
 	// Nil installs AllCRDs; leave a set out to test what happens while its
 	// CRDs are missing, or to install them yourself.
 	CRDs []string
+	// Restartable keeps the API server's certificates in a directory of
+	// the control plane's own, so StopAPIServer and StartAPIServer bring
+	// it back on the same port with the same certificates: Config keeps
+	// working. Remove a shared control plane's API server only in a test
+	// that owns it.
+	Restartable bool
 }
 
 // Start starts the control plane and the webhook server, installs the CRDs
@@ -101,11 +111,23 @@ func StartWith(o Options) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 	}
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDR)
+	var certDir string
+	if o.Restartable {
+		// envtest makes new certificates on every start in a directory it
+		// allocates; in a directory of ours it keeps the first ones.
+		if certDir, err = os.MkdirTemp("", "odh-serving-apiserver-"); err != nil {
+			return nil, fmt.Errorf("make the API server's certificate directory: %w", err)
+		}
+		env.ControlPlane.GetAPIServer().CertDir = certDir
+		// With watches open, a graceful stop can take minutes; after this
+		// long envtest kills the API server, which is a fault as good.
+		env.ControlPlane.GetAPIServer().StopTimeout = restartStopTimeout
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("start kube-apiserver and etcd: %w", err)
+		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd: %w", err), removeDir(certDir))
 	}
-	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1)}
+	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1), certDir: certDir}
 	if err := cp.startWebhooks(); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
@@ -166,5 +188,60 @@ func (cp *ControlPlane) Stop() error {
 	if err := cp.env.Stop(); err != nil {
 		errs = append(errs, fmt.Errorf("stop control plane: %w", err))
 	}
+	errs = append(errs, removeDir(cp.certDir))
 	return errors.Join(errs...)
+}
+
+// restartStopTimeout is how long a Restartable API server gets to stop
+// gracefully before it is killed.
+const restartStopTimeout = 3 * time.Second
+
+// StopAPIServer stops kube-apiserver and leaves etcd running, for tests of
+// what clients do while it is gone: SIGTERM, and SIGKILL if it has not
+// stopped after 3 seconds (open watches hold a graceful stop for minutes).
+// The control plane must be Restartable.
+func (cp *ControlPlane) StopAPIServer() error {
+	if cp.certDir == "" {
+		return errors.New("stop the API server: the control plane was not started Restartable")
+	}
+	server := cp.env.ControlPlane.GetAPIServer()
+	stopErr := server.Stop()
+	if stopErr == nil {
+		return nil
+	}
+	// Killed: done once its port is closed.
+	address := net.JoinHostPort(server.Address, server.Port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", address, time.Second)
+		if err != nil {
+			return nil
+		}
+		_ = conn.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("stop the API server: %w; it still listens on %s", stopErr, address)
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same port, with the same certificates and the same etcd, and waits until
+// it is healthy.
+func (cp *ControlPlane) StartAPIServer() error {
+	if cp.certDir == "" {
+		return errors.New("start the API server: the control plane was not started Restartable")
+	}
+	if err := cp.env.ControlPlane.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("start the API server again: %w", err)
+	}
+	return nil
+}
+
+func removeDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the API server's certificate directory: %w", err)
+	}
+	return nil
 }

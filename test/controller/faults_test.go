@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+)
+
+// childGVKs are every kind the engine renders, listed by its labels.
+var childGVKs = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "Secret"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
+	{Group: "inference.networking.k8s.io", Version: "v1", Kind: "InferencePool"},
+	{Group: "inference.networking.x-k8s.io", Version: "v1alpha2", Kind: "InferencePool"},
+	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"},
+}
+
+// liveChild is a child found by the engine's labels.
+type liveChild struct {
+	key string // Kind/name
+	// owner is the UID of its controller owner reference, or of the
+	// owner-uid annotation for cluster-scoped children.
+	owner types.UID
+}
+
+// liveChildren lists the objects labelled as children of the service
+// called name in the env's namespace (cluster-wide for bindings), sorted.
+func (e *env) liveChildren(name string) []liveChild {
+	e.t.Helper()
+	selector := client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: name}
+	var out []liveChild
+	for _, gvk := range childGVKs {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := []client.ListOption{selector}
+		if gvk.Kind != "ClusterRoleBinding" {
+			opts = append(opts, client.InNamespace(e.ns))
+		}
+		e.must(e.c.List(context.Background(), list, opts...))
+		for _, item := range list.Items {
+			if gvk.Kind == "ClusterRoleBinding" && item.Annotations[controller.AnnotationOwner] != e.ns+"/"+name {
+				continue // another namespace's service of the same name
+			}
+			c := liveChild{key: gvk.Kind + "/" + item.Name, owner: types.UID(item.Annotations[controller.AnnotationOwnerUID])}
+			if ref := metav1.GetControllerOf(&item); ref != nil {
+				c.owner = ref.UID
+			}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b liveChild) int { return strings.Compare(a.key, b.key) })
+	return out
+}
+
+// renderedChildren renders the live service as the controller does (its
+// migration phase from its status) and returns Kind/name of each child,
+// sorted.
+func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, error) {
+	catalog, err := presets.Catalog(e.sys, "kserve-", nil)
+	if err != nil {
+		return nil, err
+	}
+	images, err := presets.Images()
+	if err != nil {
+		return nil, err
+	}
+	opts := engine.Options{SystemNamespace: e.sys, Images: images}
+	if p := svc.Status.InferencePool; p != nil && p.MigrationPhase != "" {
+		opts.Phase = build.Phase(p.MigrationPhase)
+	}
+	res, err := engine.Render(context.Background(), svc, catalog, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", svc.Name, err)
+	}
+	names := make([]string, 0, len(res.Objects))
+	for _, o := range res.Objects {
+		names = append(names, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// childrenMatch checks that the service has exactly the children the
+// engine renders for it, each controlled by it.
+func (e *env) childrenMatch(name string) error {
+	svc := e.service(name)
+	want, err := e.renderedChildren(svc)
+	if err != nil {
+		return err
+	}
+	live := e.liveChildren(name)
+	got := make([]string, 0, len(live))
+	for _, c := range live {
+		if c.owner != svc.UID {
+			return fmt.Errorf("%s is owned by %q, not service %s (%s)", c.key, c.owner, name, svc.UID)
+		}
+		got = append(got, c.key)
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("children of %s:\n got  %v\n want %v", name, got, want)
+	}
+	return nil
+}
+
+// TestFaultAPIServerRestart: the API server goes away while the
+// controller is reconciling new services and comes back on the same etcd;
+// right after, one service is deleted and another loses its router.
+// Everything converges: each remaining service has exactly the children
+// the engine renders, the deleted one leaves nothing the garbage collector
+// would not take (envtest runs none: its cluster-scoped binding is gone and
+// every namespaced child is controlled by its UID), and steady state sends
+// no writes. The test has a control plane of its own, since it stops the
+// API server.
+func TestFaultAPIServerRestart(t *testing.T) {
+	plane, err := controlplane.StartWith(controlplane.Options{Restartable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := plane.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	e := &env{t: t, c: plane.Client, rec: &recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
+	for _, ns := range []string{e.ns, e.sys} {
+		e.must(e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.opts = controller.Options{
+		SystemNamespace: e.sys, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
+		SyncPeriod: time.Second,
+	}
+	e.run()
+
+	var names []string
+	for i := range 3 {
+		pd := e.decode(prefillDecode)
+		pd.Name = fmt.Sprintf("pd-%d", i)
+		e.must(e.c.Create(ctx, pd))
+		sim := e.decode(simService(fmt.Sprintf("sim-%d", i), managedRouter))
+		e.must(e.c.Create(ctx, sim))
+		names = append(names, pd.Name, sim.Name)
+	}
+	// Stop as soon as the controller has started writing children, so
+	// reconciles are in flight.
+	eventually(t, "the controller writes", func() error {
+		if e.rec.count() < 3 {
+			return fmt.Errorf("%d writes", e.rec.count())
+		}
+		return nil
+	})
+	if err := plane.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	writesWhenStopped := e.rec.count()
+	time.Sleep(3 * time.Second)
+	if err := plane.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server down for 3 s; the controller tried %d writes meanwhile", e.rec.count()-writesWhenStopped)
+
+	// Right after: delete one, take the router from another.
+	deleted := e.service("pd-1")
+	e.must(e.c.Delete(ctx, deleted))
+	e.update("sim-1", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "pd-1" })
+
+	eventually(t, "the deleted service is gone", func() error {
+		err := e.c.Get(ctx, clientKey(e.ns, "pd-1"), &v1alpha2.LLMInferenceService{})
+		if err == nil {
+			return fmt.Errorf("still there")
+		}
+		return client.IgnoreNotFound(err)
+	})
+	for _, c := range e.liveChildren("pd-1") {
+		if strings.HasPrefix(c.key, "ClusterRoleBinding/") || c.owner != deleted.UID {
+			t.Errorf("orphan of the deleted service: %s (owner %q)", c.key, c.owner)
+		}
+	}
+	for _, name := range names {
+		e.waitReady(name)
+		eventually(t, "children of "+name, func() error { return e.childrenMatch(name) })
+	}
+	if got := e.liveChildren("sim-1"); slices.ContainsFunc(got, func(c liveChild) bool { return strings.HasPrefix(c.key, "HTTPRoute/") }) {
+		t.Errorf("sim-1 kept its route after losing its router: %v", got)
+	}
+
+	e.assertSteadyState()
+}
+
+// decode reads a YAML service into the env's namespace without creating it.
+func (e *env) decode(doc string) *v1alpha2.LLMInferenceService {
+	e.t.Helper()
+	svc := &v1alpha2.LLMInferenceService{}
+	if err := yaml.UnmarshalStrict([]byte(doc), svc); err != nil {
+		e.t.Fatalf("decode service: %v", err)
+	}
+	svc.APIVersion, svc.Kind = v1alpha2.GroupVersion.String(), "LLMInferenceService"
+	svc.Namespace = e.ns
+	return svc
+}
+
+// assertSteadyState lets the last events settle, then checks that the
+// reconciles of the next seconds (the env's SyncPeriod forces them) send
+// no write.
+func (e *env) assertSteadyState() {
+	e.t.Helper()
+	time.Sleep(2 * time.Second)
+	before, reconciledBefore := e.rec.count(), reconciles(e.t)
+	time.Sleep(5 * time.Second)
+	if writes := e.rec.since(before); len(writes) > 0 {
+		e.t.Errorf("steady state wrote %d times, want 0:\n%v", len(writes), writes)
+	}
+	if n := reconciles(e.t) - reconciledBefore; n < 6 {
+		e.t.Errorf("only %v reconciles during the resyncs; the check proves nothing without them", n)
+	} else {
+		e.t.Logf("%v reconciles, 0 writes", n)
+	}
+}
