@@ -16,7 +16,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,11 +108,11 @@ func converge(b *testing.B, n int) {
 	// A full resync: every service is touched (an annotation the engine
 	// does not propagate) and so reconciled; none of it should write.
 	reconciledBefore := reconciles(b)
-	forEach(b, n, func(i int) error {
-		patch := []byte(`{"metadata":{"annotations":{"bench.odh-serving.opendatahub.io/touch":"1"}}}`)
-		svc := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: fmt.Sprintf("pd-%04d", i)}}
-		return cp.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch))
-	})
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("pd-%04d", i)
+	}
+	touch(b, e.c, e.ns, names)
 	deadline := time.Now().Add(5 * time.Minute)
 	for reconciles(b)-reconciledBefore < float64(n) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
@@ -187,8 +186,8 @@ func createServices(b *testing.B, ns string, n int) {
 }
 
 // forEach runs do for 0..n-1, eight at a time, and fails on the first error.
-func forEach(b *testing.B, n int, do func(i int) error) {
-	b.Helper()
+func forEach(tb testing.TB, n int, do func(i int) error) {
+	tb.Helper()
 	next := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -210,7 +209,7 @@ func forEach(b *testing.B, n int, do func(i int) error) {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -50,8 +51,17 @@ type liveChild struct {
 // called name in the env's namespace (cluster-wide for bindings), sorted.
 func (e *env) liveChildren(name string) []liveChild {
 	e.t.Helper()
-	selector := client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: name}
-	var out []liveChild
+	return e.children(client.MatchingLabels{build.LabelName: name})[name]
+}
+
+// children lists the objects labelled as children of services in the env's
+// namespace (cluster-wide for bindings), by service, each sorted; labels
+// narrows the selection.
+func (e *env) children(labels client.MatchingLabels) map[string][]liveChild {
+	e.t.Helper()
+	selector := client.MatchingLabels{build.LabelPartOf: build.PartOf}
+	maps.Copy(selector, labels)
+	out := map[string][]liveChild{}
 	for _, gvk := range childGVKs {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -61,17 +71,20 @@ func (e *env) liveChildren(name string) []liveChild {
 		}
 		e.must(e.c.List(context.Background(), list, opts...))
 		for _, item := range list.Items {
+			name := item.Labels[build.LabelName]
 			if gvk.Kind == "ClusterRoleBinding" && item.Annotations[controller.AnnotationOwner] != e.ns+"/"+name {
-				continue // another namespace's service of the same name
+				continue // another namespace's
 			}
 			c := liveChild{key: gvk.Kind + "/" + item.Name, owner: types.UID(item.Annotations[controller.AnnotationOwnerUID])}
 			if ref := metav1.GetControllerOf(&item); ref != nil {
 				c.owner = ref.UID
 			}
-			out = append(out, c)
+			out[name] = append(out[name], c)
 		}
 	}
-	slices.SortFunc(out, func(a, b liveChild) int { return strings.Compare(a.key, b.key) })
+	for _, list := range out {
+		slices.SortFunc(list, func(a, b liveChild) int { return strings.Compare(a.key, b.key) })
+	}
 	return out
 }
 
@@ -79,19 +92,20 @@ func (e *env) liveChildren(name string) []liveChild {
 // migration phase from its status) and returns Kind/name of each child,
 // sorted.
 func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, error) {
-	catalog, err := presets.Catalog(e.sys, "kserve-", nil)
-	if err != nil {
-		return nil, err
+	if e.catalog == nil {
+		var err error
+		if e.catalog, err = presets.Catalog(e.sys, "kserve-", nil); err != nil {
+			return nil, err
+		}
+		if e.images, err = presets.Images(); err != nil {
+			return nil, err
+		}
 	}
-	images, err := presets.Images()
-	if err != nil {
-		return nil, err
-	}
-	opts := engine.Options{SystemNamespace: e.sys, Images: images}
+	opts := engine.Options{SystemNamespace: e.sys, Images: e.images}
 	if p := svc.Status.InferencePool; p != nil && p.MigrationPhase != "" {
 		opts.Phase = build.Phase(p.MigrationPhase)
 	}
-	res, err := engine.Render(context.Background(), svc, catalog, opts)
+	res, err := engine.Render(context.Background(), svc, e.catalog, opts)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", svc.Name, err)
 	}
@@ -106,21 +120,25 @@ func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, err
 // childrenMatch checks that the service has exactly the children the
 // engine renders for it, each controlled by it.
 func (e *env) childrenMatch(name string) error {
-	svc := e.service(name)
+	return e.childrenAre(e.service(name), e.liveChildren(name))
+}
+
+// childrenAre checks that live are exactly the children the engine renders
+// for svc, each controlled by it.
+func (e *env) childrenAre(svc *v1alpha2.LLMInferenceService, live []liveChild) error {
 	want, err := e.renderedChildren(svc)
 	if err != nil {
 		return err
 	}
-	live := e.liveChildren(name)
 	got := make([]string, 0, len(live))
 	for _, c := range live {
 		if c.owner != svc.UID {
-			return fmt.Errorf("%s is owned by %q, not service %s (%s)", c.key, c.owner, name, svc.UID)
+			return fmt.Errorf("%s is owned by %q, not service %s (%s)", c.key, c.owner, svc.Name, svc.UID)
 		}
 		got = append(got, c.key)
 	}
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("children of %s:\n got  %v\n want %v", name, got, want)
+		return fmt.Errorf("children of %s:\n got  %v\n want %v", svc.Name, got, want)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
 
@@ -109,7 +110,10 @@ type env struct {
 	poolFilter func(name string) bool
 	// cfg, when set, is the API server the controller talks to instead of
 	// the package's control plane (c should reach the same one).
-	cfg *rest.Config
+	cfg *rest.Config // catalog and images render the env's services like the controller
+	// (renderedChildren fills them).
+	catalog *preset.Catalog
+	images  map[string]string
 }
 
 var nsSeq atomic.Int64
@@ -209,7 +213,13 @@ func (e *env) run() {
 // eventually retries check until it passes or 30 seconds have gone.
 func eventually(tb testing.TB, what string, check func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	within(tb, 30*time.Second, what, check)
+}
+
+// within retries check until it passes or timeout has gone.
+func within(tb testing.TB, timeout time.Duration, what string, check func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
 		if err == nil {
