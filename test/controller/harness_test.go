@@ -393,6 +393,7 @@ func (e *env) simulate() {
 func (e *env) simulateWorkloads(lws bool) {
 	e.t.Helper()
 	ctx := context.Background()
+	var pending []client.Object
 	deployments := &appsv1.DeploymentList{}
 	e.must(e.c.List(ctx, deployments, client.InNamespace(e.ns)))
 	for i := range deployments.Items {
@@ -402,9 +403,10 @@ func (e *env) simulateWorkloads(lws bool) {
 		}
 		d.Status.ObservedGeneration = d.Generation
 		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ready"}}
-		e.ignoreConflict(e.c.Status().Update(ctx, d))
+		pending = append(pending, d)
 	}
 	if !lws {
+		e.updateStatuses(pending)
 		return
 	}
 	groups := &lwsv1.LeaderWorkerSetList{}
@@ -415,14 +417,16 @@ func (e *env) simulateWorkloads(lws bool) {
 			continue
 		}
 		l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
-		e.ignoreConflict(e.c.Status().Update(ctx, l))
+		pending = append(pending, l)
 	}
+	e.updateStatuses(pending)
 }
 
 // simulateRoutes has every route accepted by each of its parents.
 func (e *env) simulateRoutes() {
 	e.t.Helper()
 	ctx := context.Background()
+	var pending []client.Object
 	routes := &gatewayv1.HTTPRouteList{}
 	e.must(e.c.List(ctx, routes, client.InNamespace(e.ns)))
 	for i := range routes.Items {
@@ -438,8 +442,9 @@ func (e *env) simulateRoutes() {
 			continue
 		}
 		rt.Status.Parents = parents
-		e.ignoreConflict(e.c.Status().Update(ctx, rt))
+		pending = append(pending, rt)
 	}
+	e.updateStatuses(pending)
 }
 
 // simulatePools has every InferencePool (both groups) accepted by the
@@ -448,6 +453,7 @@ func (e *env) simulatePools() {
 	e.t.Helper()
 	ctx := context.Background()
 	gw := gieapiv1.ParentReference{Group: ptr(gieapiv1.Group("gateway.networking.k8s.io")), Kind: "Gateway", Name: "kserve-ingress-gateway", Namespace: gieapiv1.Namespace(e.sys)}
+	var pending []client.Object
 	v1 := &gieapiv1.InferencePoolList{}
 	e.must(e.c.List(ctx, v1, client.InNamespace(e.ns)))
 	for i := range v1.Items {
@@ -456,7 +462,7 @@ func (e *env) simulatePools() {
 			continue
 		}
 		p.Status.Parents = []gieapiv1.ParentStatus{{ParentRef: gw, Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)}}}
-		e.ignoreConflict(e.c.Status().Update(ctx, p))
+		pending = append(pending, p)
 	}
 	a2 := &gieapixv1alpha2.InferencePoolList{}
 	e.must(e.c.List(ctx, a2, client.InNamespace(e.ns)))
@@ -472,8 +478,9 @@ func (e *env) simulatePools() {
 			},
 			Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)},
 		}}
-		e.ignoreConflict(e.c.Status().Update(ctx, p))
+		pending = append(pending, p)
 	}
+	e.updateStatuses(pending)
 }
 
 // waitReady simulates the other controllers until the service is Ready.
@@ -499,11 +506,20 @@ func (e *env) must(err error) {
 	}
 }
 
-func (e *env) ignoreConflict(err error) {
+// updateStatuses writes the objects' statuses, eight at a time; a
+// conflict or a deleted object is left for the next round.
+func (e *env) updateStatuses(objs []client.Object) {
 	e.t.Helper()
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		e.t.Fatal(err)
-	}
+	forEach(e.t, len(objs), func(i int) error {
+		err := e.c.Status().Update(context.Background(), objs[i])
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("status of %T %s: %w", objs[i], objs[i].GetName(), err)
+		}
+		return nil
+	})
 }
 
 func clientKey(namespace, name string) client.ObjectKey {
