@@ -192,19 +192,29 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		}
 		return nil
 	})
+	stopping := time.Now()
 	if err := plane.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	writesWhenStopped := e.rec.count()
+	stopped, writesWhenStopped := time.Now(), e.rec.count()
 	time.Sleep(3 * time.Second)
 	if err := plane.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("API server down for 3 s; the controller tried %d writes meanwhile", e.rec.count()-writesWhenStopped)
+	restarted := time.Now()
+	t.Logf("the API server took %v to stop, was down %v; the controller tried %d writes meanwhile",
+		stopped.Sub(stopping).Round(time.Millisecond), restarted.Sub(stopped).Round(time.Millisecond), e.rec.count()-writesWhenStopped)
 
-	// Right after: delete one, take the router from another.
-	deleted := e.service("pd-1")
-	e.must(e.c.Delete(ctx, deleted))
+	// Right after: delete one, take the router from another. Healthy is
+	// not yet serving every resource: retry until the delete goes through.
+	var deleted *v1alpha2.LLMInferenceService
+	eventually(t, "delete service pd-1", func() error {
+		deleted = &v1alpha2.LLMInferenceService{}
+		if err := e.c.Get(ctx, clientKey(e.ns, "pd-1"), deleted); err != nil {
+			return err
+		}
+		return e.c.Delete(ctx, deleted)
+	})
 	e.update("sim-1", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
 	names = slices.DeleteFunc(names, func(n string) bool { return n == "pd-1" })
 
@@ -228,7 +238,9 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		t.Errorf("sim-1 kept its route after losing its router: %v", got)
 	}
 
+	converged := time.Now()
 	e.assertSteadyState()
+	t.Logf("converged and Ready %v after the restart", converged.Sub(restarted).Round(time.Millisecond))
 }
 
 // decode reads a YAML service into the env's namespace without creating it.

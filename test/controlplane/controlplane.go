@@ -119,9 +119,9 @@ func StartWith(o Options) (*ControlPlane, error) {
 			return nil, fmt.Errorf("make the API server's certificate directory: %w", err)
 		}
 		env.ControlPlane.GetAPIServer().CertDir = certDir
-		// With watches open, a graceful stop can take minutes; after this
-		// long envtest kills the API server, which is a fault as good.
-		env.ControlPlane.GetAPIServer().StopTimeout = restartStopTimeout
+		// With watches open, a graceful stop takes long; after this long
+		// envtest kills the API server (and etcd), which is a fault as good.
+		env.ControlPlaneStopTimeout = restartStopTimeout
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -183,6 +183,12 @@ func (cp *ControlPlane) Stop() error {
 		cp.stopServer()
 		if err := <-cp.serverDone; err != nil {
 			errs = append(errs, fmt.Errorf("webhook server: %w", err))
+		}
+	}
+	if cp.certDir != "" {
+		// Tolerates the kill after restartStopTimeout.
+		if err := cp.StopAPIServer(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := cp.env.Stop(); err != nil {
