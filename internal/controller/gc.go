@@ -45,15 +45,25 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 
 // pruneKind deletes the service's children of one kind that are not in keep.
 func (r *Reconciler) pruneKind(ctx context.Context, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
+	return r.pruneFrom(ctx, r.client, true, svc, k, keep)
+}
+
+// pruneFrom is pruneKind reading the children from reader: the cache
+// (indexed) while the service lives, the API server itself when it is being
+// finalized (a child created just before may not be in the cache yet, and
+// nothing would delete it after the finalizer is gone).
+func (r *Reconciler) pruneFrom(ctx context.Context, reader client.Reader, indexed bool, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
 	list := k.newList()
 	opts := []client.ListOption{
-		client.MatchingFields{indexChildOf: svc.Name},
 		client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: svc.Name},
+	}
+	if indexed {
+		opts = append(opts, client.MatchingFields{indexChildOf: svc.Name})
 	}
 	if !k.clusterScoped {
 		opts = append(opts, client.InNamespace(svc.Namespace))
 	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
+	if err := reader.List(ctx, list, opts...); err != nil {
 		return fmt.Errorf("list %s children of %s/%s: %w", k.gvk.Kind, svc.Namespace, svc.Name, err)
 	}
 	return meta.EachListItem(list, func(o runtime.Object) error {

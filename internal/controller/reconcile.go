@@ -456,7 +456,7 @@ func (r *Reconciler) finalize(ctx context.Context, svc *v1alpha2.LLMInferenceSer
 	}
 	for _, k := range childKinds {
 		if k.clusterScoped {
-			if err := r.pruneKind(ctx, svc, k, nil); err != nil {
+			if err := r.pruneFrom(ctx, r.apiReader, false, svc, k, nil); err != nil {
 				return err
 			}
 		}
