@@ -1,7 +1,6 @@
 package certs_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -12,19 +11,4 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }

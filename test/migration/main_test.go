@@ -24,22 +24,7 @@ import (
 // cp has every CRD installed.
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 
 // writes counts the requests that may change something (every method but
 // GET), through a client of its own.

@@ -3,7 +3,6 @@ package simdataplane_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -20,22 +19,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
 
 // syncBuffer collects the simulator's log lines.
 type syncBuffer struct {
