@@ -11,6 +11,13 @@ GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 FUZZTIME     ?= 30s
 GO_TEST_FLAGS ?= -count=1 -shuffle=on
 
+# One version for the binary, the image and both charts: the VERSION file, or
+# `git describe` when there is none. `make verify` fails when the charts drift.
+VERSION      := $(shell cat VERSION 2>/dev/null || git describe --tags --always --dirty 2>/dev/null | sed 's/^v//' || echo dev)
+COMMIT       := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG  := github.com/opendatahub-io/odh-serving/internal/version
+LDFLAGS      := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
+
 # The control plane (etcd, kube-apiserver, kubectl) and helm/kustomize, built
 # from the Go module proxy once and reused; see hack/setup-test-assets.sh.
 ASSETS = $(shell bash hack/setup-test-assets.sh)
@@ -39,7 +46,7 @@ demo-down: ## Stop what `DEMO_KEEP=1 make demo` left running.
 
 .PHONY: build
 build: ## Build bin/odh-serving.
-	go build -o $(BIN)/odh-serving ./cmd/odh-serving
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/odh-serving ./cmd/odh-serving
 
 HELM ?= helm
 

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/opendatahub-io/odh-serving/internal/version"
 )
 
 // Streams are where a command reads and writes.
@@ -31,11 +33,13 @@ func newRoot(s Streams) *cobra.Command {
 		Short:         "Run LLMs on Kubernetes with the Gateway API Inference Extension",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newRender(s), newPresets(s), newPostRender(s), newCRDs(s))
-	root.AddCommand(newController(s), newStatus(s))
+	root.AddCommand(newController(s), newStatus(s), newVersion(s))
 	return root
 }
