@@ -8,6 +8,8 @@ BIN          := $(CURDIR)/bin
 TOOLS        := $(BIN)/tools
 GOLANGCI_LINT_VERSION := v2.6.2
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT   := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 FUZZTIME     ?= 30s
 GO_TEST_FLAGS ?= -count=1 -shuffle=on
 
@@ -88,13 +90,20 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (v2, explicit linter list in .golangci.yml).
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Run golangci-lint (v2, explicit linter list in .golangci.yml) and actionlint on .github/workflows.
 	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) .github/workflows/*.yaml
 
 $(GOLANGCI_LINT):
 	mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(TOOLS)/golangci-lint $@
+
+# actionlint runs shellcheck on the run: scripts when shellcheck is on PATH.
+$(ACTIONLINT):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(TOOLS)/actionlint $@
 
 ##@ Test
 
