@@ -43,8 +43,13 @@ type Options struct {
 	// the system namespace.
 	InternalGatewayName      string
 	InternalGatewayNamespace string
-	// StorageInitializerImage downloads hf:// and s3:// models.
+	// StorageInitializerImage downloads hf:// and s3:// models. Default:
+	// Images["storageInitializer"], else KServe's storage-initializer.
 	StorageInitializerImage string
+	// ImageRegistry, when set, replaces the registry of every image in
+	// Images and of the storage initializer (see MirrorImage): one value
+	// for clusters that pull through a mirror.
+	ImageRegistry string
 	// Images are the container images presets name by key
 	// ({{ .GlobalConfig.Images.vllm }}); the built-in ones are in
 	// presets/images.yaml.
@@ -76,7 +81,7 @@ func (o Options) withDefaults() Options {
 	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
 		o.InternalGatewayNamespace = o.SystemNamespace
 	}
-	return o
+	return o.resolveImages()
 }
 
 // Result is a rendered service.

@@ -23,6 +23,7 @@ type caseOptions struct {
 	Phase           string `json:"phase"`
 	CertMode        string `json:"certMode"`
 	InternalGateway string `json:"internalGateway"`
+	ImageRegistry   string `json:"imageRegistry"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -54,6 +55,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	}
 	eopts.CertMode = build.CertMode(opts.CertMode)
 	eopts.InternalGatewayName = opts.InternalGateway
+	eopts.ImageRegistry = opts.ImageRegistry
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {

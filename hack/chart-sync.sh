@@ -3,11 +3,21 @@
 #   presets/<name>/preset.yaml -> charts/odh-serving/files/presets/<name>.yaml
 #   presets/images.yaml        -> charts/odh-serving/files/presets/images.yaml
 #   api/crds (ours, GIE, Gateway API, LWS) -> charts/odh-serving-crds/files/<set>/
+#   VERSION                    -> version and appVersion of both Chart.yaml
+#                                 (the controller image's tag defaults to appVersion)
 # The templates emit these files with .Files.Get, so Helm never interprets
 # the {{ }} in presets. `make verify` runs this and fails on drift.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+
+version=$(tr -d '[:space:]' < VERSION)
+if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "VERSION: \"$version\" is not a semantic version (X.Y.Z or X.Y.Z-pre)" >&2; exit 1
+fi
+for chart in charts/odh-serving charts/odh-serving-crds; do
+  sed -i -E "s/^version: .*/version: $version/; s/^appVersion: .*/appVersion: \"$version\"/" "$chart/Chart.yaml"
+done
 
 presets=charts/odh-serving/files/presets
 rm -rf "$presets"

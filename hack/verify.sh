@@ -17,7 +17,7 @@ fi
 cp -a charts "$before/"
 bash hack/chart-sync.sh
 if ! diff -r "$before/charts" charts >&2; then
-  echo "the charts' copies of presets/ and api/crds are out of date; run 'make chart-sync' and commit the result" >&2
+  echo "the charts' versions (VERSION) or copies of presets/ and api/crds are out of date; run 'make chart-sync' and commit the result" >&2
   fail=1
 fi
 unformatted=$(gofmt -l $(git ls-files '*.go'))

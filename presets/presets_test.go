@@ -71,7 +71,8 @@ func TestEveryPresetFolder(t *testing.T) {
 	}
 }
 
-// TestImagesAreAllUsed keeps images.yaml free of keys no preset names.
+// TestImagesAreAllUsed keeps images.yaml free of keys no preset names (the
+// engine names the storage initializer's).
 func TestImagesAreAllUsed(t *testing.T) {
 	images, err := presets.Images()
 	if err != nil {
@@ -87,6 +88,9 @@ func TestImagesAreAllUsed(t *testing.T) {
 		all.Write(data)
 	}
 	for key := range images {
+		if key == engine.StorageInitializerImageKey {
+			continue
+		}
 		if !strings.Contains(all.String(), ".GlobalConfig.Images."+key+" ") {
 			t.Errorf("images.yaml key %q is used by no preset", key)
 		}

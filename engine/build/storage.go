@@ -10,12 +10,15 @@ import (
 
 // Storage volume and container names, as KServe names them.
 const (
-	StorageInitializer    = "storage-initializer"
-	provisionVolume       = "kserve-provision-location"
-	pvcVolume             = "kserve-pvc-source"
-	modelImageVolume      = "kserve-model-image"
-	defaultStorageInitImg = "kserve/storage-initializer:v0.15.2"
+	StorageInitializer = "storage-initializer"
+	provisionVolume    = "kserve-provision-location"
+	pvcVolume          = "kserve-pvc-source"
+	modelImageVolume   = "kserve-model-image"
 )
+
+// DefaultStorageInitializerImage downloads hf:// and s3:// models when
+// Options.StorageInitializerImage is empty.
+const DefaultStorageInitializerImage = "kserve/storage-initializer:v0.15.2"
 
 // addStorage makes the model at spec.model.uri appear at /mnt/models in the
 // main container:
@@ -48,7 +51,7 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 	case "hf", "s3":
 		img := b.opts.StorageInitializerImage
 		if img == "" {
-			img = defaultStorageInitImg
+			img = DefaultStorageInitializerImage
 		}
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		pod.InitContainers = append([]corev1.Container{{

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"maps"
 
 	"github.com/spf13/pflag"
@@ -11,6 +12,14 @@ import (
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
+// Usage of the image flags, which render, post-render and controller share.
+const (
+	imageFlagUsage = "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml " +
+		"(vllm, routingSidecar, endpointPicker, inferenceSimulator, storageInitializer) or adds one for team presets"
+	imageRegistryFlagUsage = "a registry (host[:port][/path]) that replaces the registry of every image " +
+		"presets name by key and of the storage initializer, for clusters that pull through a mirror"
+)
+
 // engineFlags are the render options render and post-render share.
 type engineFlags struct {
 	systemNamespace string
@@ -18,6 +27,7 @@ type engineFlags struct {
 	phase           string
 	certMode        string
 	images          map[string]string
+	imageRegistry   string
 	ingressGateway  string
 	internalGateway string
 }
@@ -28,7 +38,8 @@ func (e *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.phase, "migration-phase", string(build.PhaseV1), "InferencePool migration phase: alpha2, dual, v1 or retired")
 	fs.StringVar(&e.certMode, "cert-mode", string(build.CertSelfSigned),
 		"where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager (ClusterIssuer odh-serving-ca)")
-	fs.StringToStringVar(&e.images, "image", nil, "an image presets name by key, KEY=REF (repeatable): overrides a key of presets/images.yaml or adds one for team presets")
+	fs.StringToStringVar(&e.images, "image", nil, imageFlagUsage)
+	fs.StringVar(&e.imageRegistry, "image-registry", "", imageRegistryFlagUsage)
 	fs.StringVar(&e.ingressGateway, "ingress-gateway-name", "kserve-ingress-gateway", "the Gateway managed routes attach to, in the system namespace")
 	fs.StringVar(&e.internalGateway, "internal-gateway-name", "", "a Gateway for in-cluster callers, in the system namespace; managed routes attach to it too")
 }
@@ -43,6 +54,9 @@ func (e *engineFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	if err := engine.CheckImageRegistry(e.imageRegistry); err != nil {
+		return engine.Options{}, fmt.Errorf("--image-registry: %w", err)
+	}
 	images, err := presets.Images()
 	if err != nil {
 		return engine.Options{}, err
@@ -50,7 +64,7 @@ func (e *engineFlags) options() (engine.Options, error) {
 	// Overrides of shipped keys, and new keys for team presets.
 	maps.Copy(images, e.images)
 	return engine.Options{
-		SystemNamespace: e.systemNamespace, PresetPrefix: &e.prefix, Phase: phase, CertMode: certMode, Images: images,
+		SystemNamespace: e.systemNamespace, PresetPrefix: &e.prefix, Phase: phase, CertMode: certMode, Images: images, ImageRegistry: e.imageRegistry,
 		IngressGatewayName: e.ingressGateway, InternalGatewayName: e.internalGateway,
 	}, nil
 }

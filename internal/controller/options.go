@@ -75,8 +75,12 @@ type Options struct {
 
 	// Images override the built-in presets/images.yaml, by key.
 	Images map[string]string
-	// StorageInitializerImage downloads hf:// and s3:// models.
+	// StorageInitializerImage downloads hf:// and s3:// models. Default:
+	// Images["storageInitializer"].
 	StorageInitializerImage string
+	// ImageRegistry replaces the registry of every image presets name and
+	// of the storage initializer (a mirror); empty keeps them.
+	ImageRegistry string
 
 	// SyncPeriod is how often the cache delivers every object again, which
 	// reconciles every service; zero means controller-runtime's default.
@@ -166,6 +170,9 @@ func (o Options) validate() error {
 	if o.MigrationGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--migration-grace-period %s: must not be negative", o.MigrationGracePeriod))
 	}
+	if err := engine.CheckImageRegistry(o.ImageRegistry); err != nil {
+		errs = append(errs, fmt.Errorf("--image-registry: %w", err))
+	}
 	if o.CertMode == build.CertManager && o.CertIssuer.Name == "" {
 		errs = append(errs, errors.New("--cert-issuer-name: required with --cert-mode=cert-manager"))
 	}
@@ -183,6 +190,7 @@ func (o Options) engineOptions(images map[string]string, phase build.Phase) engi
 		InternalGatewayName:      o.InternalGatewayName,
 		InternalGatewayNamespace: o.InternalGatewayNamespace,
 		StorageInitializerImage:  o.StorageInitializerImage,
+		ImageRegistry:            o.ImageRegistry,
 		Images:                   images,
 		CertMode:                 o.CertMode,
 		CertIssuer:               o.CertIssuer,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -142,4 +143,15 @@ func mustNamespace(t *testing.T, name string) {
 	if err := ensureNamespace(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// projectVersion is the VERSION file: the charts' version and appVersion and
+// the controller image's default tag.
+func projectVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
 }

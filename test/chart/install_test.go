@@ -120,8 +120,10 @@ func TestInstallControllerMode(t *testing.T) {
 	uninstallOnFailure(t, "odh-serving", ns)
 
 	notes := mustHelm(t, append([]string{"install"}, install...)...)
+	v := projectVersion(t)
 	for _, want := range []string{
-		"odh-serving 0.1.0 is installed in namespace odh-system.",
+		"odh-serving " + v + " is installed in namespace odh-system.",
+		"Image: quay.io/opendatahub/odh-serving:" + v + "\n",
 		"Presets in odh-system: 14 shipped.",
 		"external odh-system/kserve-ingress-gateway (class istio)",
 		"odh-system/chat: http://<external gateway address>/odh-system/chat/v1/chat/completions",

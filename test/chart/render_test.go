@@ -175,6 +175,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{"gateways.internal.tls.sorce=x", "additional properties 'sorce' not allowed"},
 		{"webhook.failurePolicy=fail", "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"images.vlm=x", "additional properties 'vlm' not allowed"},
+		{"imageRegistry=https://mirror.example.com", "at '/imageRegistry': 'https://mirror.example.com' does not match pattern"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			for _, cmd := range [][]string{templateArgs(chartDir, "", "--set", tc.set), {"lint", chartDir, "--set", tc.set}} {

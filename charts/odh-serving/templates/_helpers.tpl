@@ -25,13 +25,53 @@ app.kubernetes.io/name: odh-serving
 app.kubernetes.io/component: controller
 {{- end -}}
 
-{{/* The controller image: by digest when one is given, else by tag (default: appVersion). */}}
+{{/*
+An image moved to .Values.imageRegistry, as the controller's --image-registry
+moves the presets' images (engine.MirrorImage): the first path element is
+the registry when it holds a dot or a colon or is localhost; Docker Hub's
+one-element names gain library/. Call with (list $ $ref).
+*/}}
+{{- define "odh-serving.mirror" -}}
+{{- $root := index . 0 -}}
+{{- $ref := index . 1 -}}
+{{- $registry := $root.Values.imageRegistry -}}
+{{- if not $registry -}}
+{{- $ref -}}
+{{- else -}}
+{{- $parts := splitList "/" $ref -}}
+{{- $first := first $parts -}}
+{{- if eq (len $parts) 1 -}}
+{{- printf "%s/library/%s" $registry $ref -}}
+{{- else if or (contains "." $first) (contains ":" $first) (eq $first "localhost") -}}
+{{- printf "%s/%s" $registry (rest $parts | join "/") -}}
+{{- else -}}
+{{- printf "%s/%s" $registry $ref -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The controller image: by digest when one is given, else by tag (default:
+appVersion), moved to imageRegistry when it is set.
+*/}}
 {{- define "odh-serving.image" -}}
 {{- $image := .Values.controller.image -}}
+{{- $ref := "" -}}
 {{- if $image.digest -}}
-{{- printf "%s@%s" $image.repository $image.digest -}}
+{{- $ref = printf "%s@%s" $image.repository $image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
+{{- $ref = printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
+{{- end -}}
+{{- include "odh-serving.mirror" (list . $ref) -}}
+{{- end -}}
+
+{{/* imagePullSecrets of a pod the chart runs; call with (list $ $extra). */}}
+{{- define "odh-serving.imagePullSecrets" -}}
+{{- $root := index . 0 -}}
+{{- $secrets := concat $root.Values.imagePullSecrets (index . 1) -}}
+{{- with $secrets -}}
+imagePullSecrets:
+{{ toYaml . }}
 {{- end -}}
 {{- end -}}
 
