@@ -42,6 +42,9 @@ var (
 	env []string
 	// binary is odh-serving, built for the post-renderer.
 	binary string
+	// chartArchive and crdsArchive are the packaged charts (`make package`,
+	// $ODH_SERVING_DIST; else packaged here): what a user installs.
+	chartArchive, crdsArchive string
 	// webhookURL and webhookCA reach the control plane's webhook server
 	// (validation and conversion): the charts' webhook.externalURL and
 	// webhook.caBundle, since no controller pod can serve the Service here.
@@ -71,6 +74,9 @@ func run(m *testing.M) (code int, err error) {
 	binary = filepath.Join(dir, "odh-serving")
 	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/odh-serving").CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("build odh-serving: %w\n%s", err, out)
+	}
+	if chartArchive, crdsArchive, err = archives(dir); err != nil {
+		return 1, err
 	}
 	// The serving and GIE CRDs come from the odh-serving-crds chart: Helm
 	// does not adopt objects it did not create.
@@ -105,10 +111,10 @@ func setUp(dir string) error {
 	if err := ensureNamespace(ctx, crdsNamespace); err != nil {
 		return err
 	}
-	out, err := helmCmd(ctx, "install", crdsRelease, crdsChartDir, "-n", crdsNamespace, "--wait",
+	out, err := helmCmd(ctx, "install", crdsRelease, crdsArchive, "-n", crdsNamespace, "--wait",
 		"--set", "webhook.externalURL="+webhookURL, "--set", "webhook.caBundle="+webhookCA)
 	if err != nil {
-		return fmt.Errorf("install the odh-serving-crds chart: %w\n%s", err, out)
+		return fmt.Errorf("install the odh-serving-crds chart from %s: %w\n%s", crdsArchive, err, out)
 	}
 	return nil
 }
