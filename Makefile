@@ -20,6 +20,12 @@ COMMIT       := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_PKG  := github.com/opendatahub-io/odh-serving/internal/version
 LDFLAGS      := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
+# The controller image: `make image` writes an OCI layout archive (linux/amd64
+# and linux/arm64) and its SPDX SBOM here; see docs/image.md.
+IMAGE_REPO    ?= quay.io/opendatahub/odh-serving
+IMAGE_DIR     := $(BIN)/image
+IMAGE_ARCHIVE := $(IMAGE_DIR)/odh-serving-$(VERSION).oci.tar
+
 # The control plane (etcd, kube-apiserver, kubectl) and helm/kustomize, built
 # from the Go module proxy once and reused; see hack/setup-test-assets.sh.
 ASSETS = $(shell bash hack/setup-test-assets.sh)
@@ -49,6 +55,10 @@ demo-down: ## Stop what `DEMO_KEEP=1 make demo` left running.
 .PHONY: build
 build: ## Build bin/odh-serving.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/odh-serving ./cmd/odh-serving
+
+.PHONY: image
+image: ## Build the controller image (IMAGE_REPO, tag VERSION) for linux/amd64 and arm64 without a container engine: bin/image/*.oci.tar and its SPDX SBOM.
+	go run ./hack/image -repo $(IMAGE_REPO) -version $(VERSION) -commit $(COMMIT) -ldflags "$(LDFLAGS)" -out $(IMAGE_DIR)
 
 HELM ?= helm
 
@@ -112,8 +122,8 @@ test-assets: ## Build etcd, kube-apiserver, kubectl, helm and kustomize into bin
 	@bash hack/setup-test-assets.sh >/dev/null
 
 .PHONY: test
-test: test-assets ## Run every test: unit tests and integration tests against a real kube-apiserver.
-	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test $(GO_TEST_FLAGS) ./...
+test: test-assets image ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver.
+	ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
