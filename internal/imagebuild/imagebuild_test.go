@@ -134,7 +134,7 @@ func TestSBOMListsTheBuildInfo(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"pkg:golang/github.com/opendatahub-io/odh-serving@1.2.3",
+		"pkg:golang/github.com/opendatahub-io/odh-serving@v1.2.3",
 		"pkg:golang/github.com/spf13/pflag@" + moduleVersion(t, "github.com/spf13/pflag"),
 		"pkg:oci/odh-serving@sha256:" + res.IndexDigest.Hex + "?repository_url=example.com%2Fodh-serving&tag=1.2.3",
 	} {
@@ -143,7 +143,7 @@ func TestSBOMListsTheBuildInfo(t *testing.T) {
 		}
 	}
 	for _, r := range doc.Relationships {
-		if !ids[r.Element] && r.Element != doc.SPDXID || !ids[r.Related] {
+		if (!ids[r.Element] && r.Element != doc.SPDXID) || !ids[r.Related] {
 			t.Errorf("relationship %+v names an unknown element", r)
 		}
 	}

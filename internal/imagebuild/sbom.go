@@ -143,7 +143,8 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 				Name: mainPath, SPDXID: mainID, VersionInfo: o.Version,
 				DownloadLocation: o.Source, PrimaryPurpose: "APPLICATION",
 				LicenseDeclared: o.Licenses,
-				ExternalRefs:    []spdxExternalRef{purl("golang", mainPath, o.Version)},
+				// Go module versions start with a v; the release may not.
+				ExternalRefs: []spdxExternalRef{purl("golang", mainPath, "v"+strings.TrimPrefix(o.Version, "v"))},
 			},
 			{
 				Name: "stdlib", SPDXID: stdID, VersionInfo: goVersion,
