@@ -26,7 +26,7 @@ IMAGE_REPO    ?= quay.io/opendatahub/odh-serving
 IMAGE_DIR     := $(BIN)/image
 IMAGE_ARCHIVE := $(IMAGE_DIR)/odh-serving-$(VERSION).oci.tar
 
-# The control plane (etcd, kube-apiserver, kubectl) and helm/kustomize, built
+# What the tests run (etcd, kube-apiserver, helm, helm 4, kustomize), built
 # from the Go module proxy once and reused; see hack/setup-test-assets.sh.
 ASSETS = $(shell bash hack/setup-test-assets.sh)
 
@@ -84,8 +84,17 @@ sync-crds: ## Copy the GIE, Gateway API and LWS CRDs from the pinned Go modules.
 	bash hack/sync-crds.sh
 
 .PHONY: chart-sync
-chart-sync: ## Copy the shipped presets, images.yaml and the CRDs into charts/ (make verify fails on drift).
+chart-sync: ## Set both charts' version and appVersion from VERSION; copy the presets, images.yaml and the CRDs into charts/ (make verify fails on drift).
 	bash hack/chart-sync.sh
+
+DIST := $(CURDIR)/dist
+
+.PHONY: package
+package: test-assets ## Package both charts as dist/odh-serving{,-crds}-$(VERSION).tgz with helm package, then helm lint the archives.
+	mkdir -p $(DIST)
+	rm -f $(DIST)/odh-serving-*.tgz
+	$(ASSETS)/helm package charts/odh-serving-crds charts/odh-serving --destination $(DIST) --version $(VERSION) --app-version $(VERSION)
+	$(ASSETS)/helm lint --strict $(DIST)/odh-serving-crds-$(VERSION).tgz $(DIST)/odh-serving-$(VERSION).tgz
 
 .PHONY: chart-lint
 chart-lint: test-assets ## helm lint both charts with each of their ci/*-values.yaml.
@@ -118,12 +127,16 @@ $(ACTIONLINT):
 ##@ Test
 
 .PHONY: test-assets
-test-assets: ## Build etcd, kube-apiserver, kubectl, helm and kustomize into bin/ (once).
+test-assets: ## Build etcd, kube-apiserver, helm, helm 4 and kustomize into bin/ (once; reuses matching ones).
 	@bash hack/setup-test-assets.sh >/dev/null
 
+# What the tests install is what a user gets: the image archive and the
+# packaged charts.
+TEST_ENV = ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) ODH_SERVING_DIST=$(DIST) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH"
+
 .PHONY: test
-test: test-assets image ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver.
-	ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test $(GO_TEST_FLAGS) ./...
+test: test-assets image package ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts.
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
@@ -157,5 +170,5 @@ bench-controller: test-assets ## Converge 100 and 500 prefill/decode services wi
 	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/controller/ -run '^$$' -bench '^BenchmarkConverge$$' -benchtime 1x -timeout 40m
 
 .PHONY: update-golden
-update-golden: test-assets ## Rewrite the golden files under testdata/ from the current output; review the diff.
-	KUBEBUILDER_ASSETS=$(ASSETS) go test ./... -update
+update-golden: test-assets image package ## Rewrite the golden files under testdata/ from the current output; review the diff.
+	$(TEST_ENV) go test ./... -update
