@@ -59,7 +59,7 @@ type Options struct {
 	// Version is the tag and the version label; Commit the revision label.
 	Version string
 	Commit  string
-	// LDFlags are the go build -ldflags; default: the -X flags that set
+	// LDFlags are the go build -ldflags; default: -s -w and the -X flags that set
 	// internal/version's version and commit from Version and Commit.
 	LDFlags string
 	// Created is the source date: every timestamp in the image. See SourceDate.
@@ -115,7 +115,7 @@ func (o *Options) defaults() error {
 		o.Package = "./cmd/odh-serving"
 	}
 	if o.LDFlags == "" {
-		o.LDFlags = fmt.Sprintf("-X %s.version=%s -X %s.commit=%s", versionPkg, o.Version, versionPkg, o.Commit)
+		o.LDFlags = fmt.Sprintf("-s -w -X %s.version=%s -X %s.commit=%s", versionPkg, o.Version, versionPkg, o.Commit)
 	}
 	if len(o.Platforms) == 0 {
 		o.Platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}

@@ -83,12 +83,12 @@ func nested(t *testing.T, obj *unstructured.Unstructured, fields ...string) int6
 }
 
 // uninstallOnFailure leaves the cluster clean for the next test when this
-// one stops half way.
-func uninstallOnFailure(t *testing.T, release, namespace string) {
+// one stops half way: it uninstalls the odh-serving release in namespace.
+func uninstallOnFailure(t *testing.T, namespace string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
-			_, _ = helmCmd(context.Background(), "uninstall", release, "-n", namespace)
+			_, _ = helmCmd(context.Background(), "uninstall", "odh-serving", "-n", namespace)
 		}
 	})
 }
@@ -117,7 +117,7 @@ func TestInstallControllerMode(t *testing.T) {
 	mustNamespace(t, ns)
 	mustNamespace(t, "team-a")
 	install := append([]string{"odh-serving", chartDir, "-n", ns, "-f", ciValues(t, chartDir)["services"]}, webhookArgs()...)
-	uninstallOnFailure(t, "odh-serving", ns)
+	uninstallOnFailure(t, ns)
 
 	notes := mustHelm(t, append([]string{"install"}, install...)...)
 	v := projectVersion(t)
@@ -178,7 +178,7 @@ func TestInstallStaticMode(t *testing.T) {
 		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
 		"--post-renderer-args=--namespace=" + ns, "--post-renderer-args=--system-namespace=" + ns,
 		"--post-renderer-args=--cert-mode=cert-manager"}, webhookArgs()...)
-	uninstallOnFailure(t, "odh-serving", ns)
+	uninstallOnFailure(t, ns)
 
 	mustHelm(t, append([]string{"install"}, install...)...)
 	mustExist(t, gvkService, ns, "chat")

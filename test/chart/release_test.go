@@ -134,7 +134,7 @@ func TestInstallFromArchive(t *testing.T) {
 		t.Errorf("the image archive's tag is %s, want the VERSION %s", built.Tag, v)
 	}
 	install := append([]string{"odh-serving", chartArchive, "-n", ns}, webhookArgs()...)
-	uninstallOnFailure(t, "odh-serving", ns)
+	uninstallOnFailure(t, ns)
 
 	byTag := built.Repository + ":" + built.Tag
 	notes := mustHelm(t, append([]string{"install"}, install...)...)
@@ -249,7 +249,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			_, _ = helmCmd(t.Context(), crdsUpgrade(crdsArchive)...)
 		}
 	})
-	uninstallOnFailure(t, "odh-serving", ns)
+	uninstallOnFailure(t, ns)
 
 	mustHelm(t, crdsUpgrade(prevCRDs)...)
 	release := func(verb, archive string) []string {

@@ -26,7 +26,7 @@ const ArchiveEnv = "ODH_SERVING_IMAGE_ARCHIVE"
 
 // maxCompressed is the budget for one platform's layers, compressed. The
 // image is one static binary and a few small files; see docs/benchmarks.md.
-const maxCompressed = 45 << 20
+const maxCompressed = 25 << 20
 
 var platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
