@@ -77,6 +77,7 @@ var optionFlags = map[string]string{
 	"phase":           "--migration-phase",
 	"certMode":        "--cert-mode",
 	"internalGateway": "--internal-gateway-name",
+	"imageRegistry":   "--image-registry",
 }
 
 // caseFlags turns a golden case's options.yaml into render flags.
