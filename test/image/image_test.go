@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/opendatahub-io/odh-serving/internal/imagebuild"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 // ArchiveEnv names the archive to test; `make test` sets it to what `make
