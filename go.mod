@@ -2,6 +2,8 @@ module github.com/opendatahub-io/odh-serving
 
 go 1.25.0
 
+toolchain go1.26.8
+
 require (
 	github.com/Masterminds/sprig/v3 v3.3.0
 	github.com/google/go-cmp v0.7.0
