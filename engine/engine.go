@@ -62,37 +62,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.SystemNamespace == "" {
-		o.SystemNamespace = DefaultSystemNamespace
-	}
-	if o.PresetPrefix == nil {
-		p := preset.DefaultPrefix
-		o.PresetPrefix = &p
-	}
+	o = o.Defaults()
 	if o.Phase == "" {
 		o.Phase = build.PhaseV1
 	}
-	if o.IngressGatewayName == "" {
-		o.IngressGatewayName = "kserve-ingress-gateway"
-	}
-	if o.IngressGatewayNamespace == "" {
-		o.IngressGatewayNamespace = o.SystemNamespace
-	}
-	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
-		o.InternalGatewayNamespace = o.SystemNamespace
-	}
 	return o.resolveImages()
-}
-
-// Result is a rendered service.
-type Result struct {
-	// Objects are the children as typed objects, in apply order: RBAC,
-	// Services, workloads, pools, route; by name within a kind. They can be
-	// server-side applied as they are; Unstructured gives them as maps for
-	// writing out.
-	Objects []build.Object
-	// Explanation says how the spec was put together.
-	Explanation Explanation
 }
 
 // Explanation says which presets applied, in which order, which fields
@@ -113,16 +87,92 @@ type Layer struct {
 	Fields []string
 }
 
-// Render renders svc with the presets in catalog.
+// Render renders svc with the presets in catalog: Prepare, then Build
+// for opts.Phase.
 func Render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Result, error) {
-	res, err := render(ctx, svc, catalog, opts.withDefaults())
+	p, err := Prepare(ctx, svc, catalog, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Build("")
+}
+
+// Prepare merges svc with the presets in catalog, evaluates the templates
+// and names the children.
+func Prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Plan, error) {
+	p, err := prepare(ctx, svc, catalog, opts.withDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return p, nil
+}
+
+// Build builds the children of a prepared service for the migration phase
+// (empty: the Options' phase). It does not change p, so one plan can be
+// built for several phases.
+func (p *Plan) Build(phase build.Phase) (*Result, error) {
+	if phase == "" {
+		phase = p.opts.Phase
+	}
+	opts := p.opts
+	children, err := build.Children(p.svc, p.Spec, build.Options{
+		Phase: phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
+		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
+		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", p.svc.Namespace, p.svc.Name, err)
+	}
+	sortObjects(children)
+	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children))}
+	for i, o := range children {
+		res.Children[i] = Child{Role: roleOf(p.Names, o), Wave: waveOf(o)}
 	}
 	return res, nil
 }
 
-func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Result, error) {
+// Shape is svc's spec merged with its baseRefs: what picks the well-known
+// presets. Without baseRefs it is svc's own spec, not a copy.
+func Shape(svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog) (*v1alpha2.LLMInferenceServiceSpec, error) {
+	shape, _, _, err := shapeOf(svc, catalog)
+	if err != nil {
+		return nil, fmt.Errorf("merge LLMInferenceService %s/%s with its baseRefs: %w", svc.Namespace, svc.Name, err)
+	}
+	return shape, nil
+}
+
+// shapeOf returns the shape, the baseRefs' layers with their explanation,
+// and the service's own layer.
+func shapeOf(svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog) (*v1alpha2.LLMInferenceServiceSpec, []merge.Layer, []Layer, error) {
+	var baseRefs []merge.Layer
+	var explained []Layer
+	for i, ref := range svc.Spec.BaseRefs {
+		p, err := catalog.Lookup(ref.Name, svc.Namespace)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("spec.baseRefs[%d]: %w", i, err)
+		}
+		layer, err := p.Layer()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		baseRefs = append(baseRefs, layer)
+		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef"})
+	}
+	compiled, err := merge.Compile(&svc.Spec)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("spec: %w", err)
+	}
+	self := merge.Layer{Name: "service", Spec: &svc.Spec, Compiled: compiled}
+	shape := &svc.Spec
+	if len(baseRefs) > 0 {
+		if shape, _, err = merge.Specs(append(slices.Clone(baseRefs), self)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return shape, append(baseRefs, self), explained, nil
+}
+
+func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) (*Plan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -136,32 +186,10 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 		return nil, errs.ToAggregate()
 	}
 
-	var baseRefs []merge.Layer
-	var explained []Layer
-	for i, ref := range svc.Spec.BaseRefs {
-		p, err := catalog.Lookup(ref.Name, svc.Namespace)
-		if err != nil {
-			return nil, fmt.Errorf("spec.baseRefs[%d]: %w", i, err)
-		}
-		layer, err := p.Layer()
-		if err != nil {
-			return nil, err
-		}
-		baseRefs = append(baseRefs, layer)
-		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef"})
-	}
-	compiled, err := merge.Compile(&svc.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
-	}
-	self := merge.Layer{Name: "service", Spec: &svc.Spec, Compiled: compiled}
-
 	// The shape that picks the well-known presets includes the baseRefs.
-	shape := &svc.Spec
-	if len(baseRefs) > 0 {
-		if shape, _, err = merge.Specs(append(slices.Clone(baseRefs), self)); err != nil {
-			return nil, err
-		}
+	shape, own, explained, err := shapeOf(svc, catalog)
+	if err != nil {
+		return nil, err
 	}
 	var layers []merge.Layer
 	var wellKnown []Layer
@@ -177,7 +205,7 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 		layers = append(layers, layer)
 		wellKnown = append(wellKnown, Layer{Name: p.ID(), Why: "well-known"})
 	}
-	layers = append(append(layers, baseRefs...), self)
+	layers = append(layers, own...)
 	explained = append(append(wellKnown, explained...), Layer{Name: "service", Why: "service"})
 
 	spec, prov, err := merge.Specs(layers)
@@ -207,28 +235,50 @@ func render(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pre
 	if err := template.Evaluate(spec, data, prov.Origin); err != nil {
 		return nil, err
 	}
-	children, err := build.Children(svc, spec, build.Options{
-		Phase: opts.Phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
-		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
-		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
-	})
+	names, err := build.ChildNames(svc, spec)
 	if err != nil {
 		return nil, err
 	}
-	sortObjects(children)
-	return &Result{Objects: children, Explanation: Explanation{Layers: explained, Winners: prov.Winner}}, nil
+	return &Plan{
+		Spec: spec, Shape: shape, Names: names, Stopped: build.Stopped(svc),
+		Explanation: Explanation{Layers: explained, Winners: prov.Winner},
+		svc:         svc, opts: opts,
+	}, nil
 }
 
-// kindOrder is the apply order: what others refer to comes first.
-var kindOrder = []string{
-	"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Certificate", "Service",
-	"Deployment", "LeaderWorkerSet", "InferencePool", "HTTPRoute",
+// kindOrder is the apply order, with the wave of each kind: what others
+// refer to comes first.
+var kindOrder = []struct {
+	kind string
+	wave int
+}{
+	{"ServiceAccount", 0}, {"Role", 0}, {"RoleBinding", 0}, {"ClusterRoleBinding", 0}, {"Certificate", 0}, {"Service", 0},
+	{"Deployment", 1}, {"LeaderWorkerSet", 1},
+	{"InferencePool", 2}, {"HTTPRoute", 2},
+}
+
+func kindIndex(o build.Object) int {
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	return slices.IndexFunc(kindOrder, func(k struct {
+		kind string
+		wave int
+	}) bool {
+		return k.kind == kind
+	})
+}
+
+// waveOf is the wave of o's kind; a kind the table lacks goes last.
+func waveOf(o build.Object) int {
+	if i := kindIndex(o); i >= 0 {
+		return kindOrder[i].wave
+	}
+	return kindOrder[len(kindOrder)-1].wave
 }
 
 func sortObjects(objs []build.Object) {
 	slices.SortStableFunc(objs, func(a, b build.Object) int {
 		ka, kb := a.GetObjectKind().GroupVersionKind(), b.GetObjectKind().GroupVersionKind()
-		if d := slices.Index(kindOrder, ka.Kind) - slices.Index(kindOrder, kb.Kind); d != 0 {
+		if d := kindIndex(a) - kindIndex(b); d != 0 {
 			return d
 		}
 		if d := strings.Compare(ka.GroupVersion().String(), kb.GroupVersion().String()); d != 0 {

@@ -128,10 +128,16 @@ const (
 	GroupPoolV1alpha2 = "inference.networking.x-k8s.io"
 )
 
+// Stopped reports whether svc carries the stop annotation: it keeps its
+// spec and has no children.
+func Stopped(svc *v1alpha2.LLMInferenceService) bool {
+	return strings.EqualFold(svc.Annotations[AnnotationStop], "true")
+}
+
 // Children builds the children of svc from its merged and evaluated spec.
 // A stopped service has none.
 func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec, opts Options) ([]Object, error) {
-	if strings.EqualFold(svc.Annotations[AnnotationStop], "true") {
+	if Stopped(svc) {
 		return nil, nil
 	}
 	if opts.Phase == "" {
@@ -171,6 +177,46 @@ func (b *builder) meta(name, component string) metav1.ObjectMeta {
 
 func (b *builder) labels(component string) map[string]string {
 	return map[string]string{LabelPartOf: PartOf, LabelName: b.svc.Name, LabelComponent: component}
+}
+
+// Names are the names of the children that others look up by name: the
+// controller reads them, and decides the migration phase from the route
+// and the pool before anything is built. They do not depend on the phase.
+type Names struct {
+	// Deployment and PrefillDeployment are the main and prefill
+	// Deployments; LeaderWorkerSet and PrefillLeaderWorkerSet the multi-node
+	// ones. Which are built depends on the spec.
+	Deployment, PrefillDeployment           string
+	LeaderWorkerSet, PrefillLeaderWorkerSet string
+	// WorkloadService is the Service in front of the main workload.
+	WorkloadService string
+	// Scheduler is the endpoint picker's Deployment, SchedulerService its
+	// Service (or the one spec.router.scheduler.pool.spec.endpointPickerRef
+	// names).
+	Scheduler, SchedulerService string
+	// Pool is the InferencePool the route sends traffic to: the managed
+	// one, or the one spec.router.scheduler.pool.ref names.
+	Pool string
+	// Route is the managed HTTPRoute.
+	Route string
+	// TLSSecret is the self-signed serving certificate's secret that the
+	// presets mount and the controller writes.
+	TLSSecret string
+}
+
+// ChildNames derives the names of svc's children from its merged and
+// evaluated spec.
+func ChildNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (Names, error) {
+	n, err := newNames(svc, spec)
+	if err != nil {
+		return Names{}, err
+	}
+	return Names{
+		Deployment: n.deployment, PrefillDeployment: n.prefillDeployment,
+		LeaderWorkerSet: n.lws, PrefillLeaderWorkerSet: n.prefillLWS,
+		WorkloadService: n.workloadService, Scheduler: n.epp, SchedulerService: n.eppService,
+		Pool: n.pool, Route: n.route, TLSSecret: n.tlsSecret,
+	}, nil
 }
 
 // names are the children's names, derived once.

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+)
+
+// Result is a rendered service: the children, and what the engine knows
+// about them, so callers need not work it out again.
+type Result struct {
+	// Plan is what the children were built from: the merged spec and
+	// shape, the child names, whether the service is stopped, and how the
+	// spec was put together.
+	Plan
+	// Phase is the InferencePool migration phase the children were built
+	// for.
+	Phase build.Phase
+	// Objects are the children as typed objects, in apply order (see
+	// Waves); by name within a kind. They can be server-side applied as
+	// they are; Unstructured gives them as maps for writing out.
+	Objects []build.Object
+	// Children say what each object is: Children[i] is Objects[i]'s.
+	Children []Child
+}
+
+// Child says what one rendered object is for and when it is applied.
+type Child struct {
+	Role Role
+	// Wave is when the child is applied: every child of a wave before any
+	// of the next; within a wave, in any order or at once. Wave 0 holds
+	// what others refer to (RBAC, certificates, Services), wave 1 the
+	// workloads, wave 2 the pools and the route.
+	Wave int
+}
+
+// Role is what a child is for.
+type Role string
+
+// The roles of a service's children.
+const (
+	// RoleMain is the main workload's Deployment; RoleWorker its
+	// LeaderWorkerSet when it runs on several nodes.
+	RoleMain   Role = "main"
+	RoleWorker Role = "worker"
+	// RolePrefill and RolePrefillWorker are the same for the prefill
+	// workload.
+	RolePrefill       Role = "prefill"
+	RolePrefillWorker Role = "prefill-worker"
+	// RoleWorkloadService is the Service in front of the main workload.
+	RoleWorkloadService Role = "workload-service"
+	// RoleScheduler is the endpoint picker's Deployment;
+	// RoleSchedulerService its Service.
+	RoleScheduler        Role = "scheduler"
+	RoleSchedulerService Role = "scheduler-service"
+	// RolePool is the v1 InferencePool, RolePoolV1alpha2 the v1alpha2 one
+	// kept during the migration. Both have Names.Pool.
+	RolePool         Role = "pool"
+	RolePoolV1alpha2 Role = "pool-v1alpha2"
+	// RoleRoute is the managed HTTPRoute.
+	RoleRoute Role = "route"
+	// RoleRBAC is a ServiceAccount, Role, RoleBinding or
+	// ClusterRoleBinding.
+	RoleRBAC Role = "rbac"
+	// RoleCertificate is a cert-manager Certificate.
+	RoleCertificate Role = "certificate"
+)
+
+// Named returns the name of the child built for role, or "" when none was.
+func (r *Result) Named(role Role) string {
+	for i, c := range r.Children {
+		if c.Role == role {
+			return r.Objects[i].GetName()
+		}
+	}
+	return ""
+}
+
+// Waves returns the indexes of Objects grouped by wave, in order.
+func (r *Result) Waves() [][]int {
+	var out [][]int
+	for i, c := range r.Children {
+		for len(out) <= c.Wave {
+			out = append(out, nil)
+		}
+		out[c.Wave] = append(out[c.Wave], i)
+	}
+	return out
+}
+
+// Plan is a service merged with its presets, its templates evaluated and
+// its children named: everything about it that does not depend on the
+// migration phase. The controller reads the live route and pool by these
+// names to decide the phase, then builds.
+type Plan struct {
+	// Spec is the spec merged from the well-known presets, the baseRefs
+	// and the service, templates evaluated: what the children are built
+	// from.
+	Spec *v1alpha2.LLMInferenceServiceSpec
+	// Shape is the service's spec merged with its baseRefs only: what
+	// picks the well-known presets, and where the user's own route,
+	// gateway and pool references are.
+	Shape *v1alpha2.LLMInferenceServiceSpec
+	// Names are the children's names.
+	Names build.Names
+	// Stopped is true when the service carries the stop annotation: it
+	// has no children.
+	Stopped bool
+	// Explanation says how the spec was put together.
+	Explanation Explanation
+
+	svc  *v1alpha2.LLMInferenceService
+	opts Options
+}
+
+// roleOf is the role of a child built with the names n.
+func roleOf(n build.Names, o build.Object) Role {
+	gvk, name := o.GetObjectKind().GroupVersionKind(), o.GetName()
+	switch gvk.Kind {
+	case "Deployment":
+		switch name {
+		case n.Deployment:
+			return RoleMain
+		case n.PrefillDeployment:
+			return RolePrefill
+		case n.Scheduler:
+			return RoleScheduler
+		}
+	case "LeaderWorkerSet":
+		if name == n.PrefillLeaderWorkerSet {
+			return RolePrefillWorker
+		}
+		return RoleWorker
+	case "Service":
+		if name == n.WorkloadService {
+			return RoleWorkloadService
+		}
+		return RoleSchedulerService
+	case "InferencePool":
+		if gvk.Group == build.GroupPoolV1alpha2 {
+			return RolePoolV1alpha2
+		}
+		return RolePool
+	case "HTTPRoute":
+		return RoleRoute
+	case "Certificate":
+		return RoleCertificate
+	case "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding":
+		return RoleRBAC
+	}
+	return ""
+}

@@ -1,0 +1,273 @@
+package engine_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// prepareCase prepares the one service of testdata/<name>/input.yaml.
+func prepareCase(t *testing.T, name string) (*engine.Plan, *v1alpha2.LLMInferenceService) {
+	t.Helper()
+	path := filepath.Join("testdata", name, "input.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := manifest.Decode(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Services) != 1 {
+		t.Fatalf("%s: want one service, got %d", path, len(in.Services))
+	}
+	svc := in.Services[0].Service
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := engine.Prepare(t.Context(), svc, testCatalog(t, in.Presets), engine.Options{Images: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, svc
+}
+
+// built lists a result's children as "wave role kind name", in order.
+func built(res *engine.Result) []string {
+	out := make([]string, len(res.Objects))
+	for i, o := range res.Objects {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		out[i] = fmt.Sprintf("%d %s %s %s", res.Children[i].Wave, res.Children[i].Role, gvk.Kind, o.GetName())
+	}
+	return out
+}
+
+// defaultNames are the names of service svc's children, with no
+// references in its spec.
+func defaultNames(svc string) build.Names {
+	return build.Names{
+		Deployment: svc + "-kserve", PrefillDeployment: svc + "-kserve-prefill",
+		LeaderWorkerSet: svc + "-kserve-mn", PrefillLeaderWorkerSet: svc + "-kserve-mn-prefill",
+		WorkloadService: svc + "-kserve-workload-svc",
+		Scheduler:       svc + "-kserve-router-scheduler", SchedulerService: svc + "-epp-service",
+		Pool: svc + "-inference-pool", Route: svc + "-kserve-route", TLSSecret: svc + "-kserve-self-signed-certs",
+	}
+}
+
+func withPool(n build.Names, pool string) build.Names {
+	n.Pool = pool
+	return n
+}
+
+// TestResultSaysWhatWasBuilt: every child has its role and wave, in apply
+// order, and the plan carries the names, whether the service is stopped,
+// and the phase it was built for.
+func TestResultSaysWhatWasBuilt(t *testing.T) {
+	cases := []struct {
+		name    string
+		want    []string
+		names   build.Names
+		stopped bool
+	}{{
+		name: "prefill-decode",
+		want: []string{
+			"0 rbac ServiceAccount llama-pd-epp-sa",
+			"0 rbac ServiceAccount llama-pd-kserve",
+			"0 rbac Role llama-pd-epp-role",
+			"0 rbac Role llama-pd-kserve-role",
+			"0 rbac RoleBinding llama-pd-epp-rb",
+			"0 rbac RoleBinding llama-pd-kserve-rb",
+			"0 rbac ClusterRoleBinding team-a-llama-pd-epp-auth-rb",
+			"0 scheduler-service Service llama-pd-epp-service",
+			"0 workload-service Service llama-pd-kserve-workload-svc",
+			"1 main Deployment llama-pd-kserve",
+			"1 prefill Deployment llama-pd-kserve-prefill",
+			"1 scheduler Deployment llama-pd-kserve-router-scheduler",
+			"2 pool InferencePool llama-pd-inference-pool",
+			"2 pool-v1alpha2 InferencePool llama-pd-inference-pool",
+			"2 route HTTPRoute llama-pd-kserve-route",
+		},
+		names: defaultNames("llama-pd"),
+	}, {
+		name: "pd-dp",
+		want: []string{
+			"0 rbac ServiceAccount deepseek-pd-epp-sa",
+			"0 rbac ServiceAccount deepseek-pd-kserve-mn",
+			"0 rbac ServiceAccount deepseek-pd-kserve-mn-prefill",
+			"0 rbac Role deepseek-pd-epp-role",
+			"0 rbac Role deepseek-pd-kserve-mn-role",
+			"0 rbac RoleBinding deepseek-pd-epp-rb",
+			"0 rbac RoleBinding deepseek-pd-kserve-mn-rb",
+			"0 rbac ClusterRoleBinding team-c-deepseek-pd-epp-auth-rb",
+			"0 scheduler-service Service deepseek-pd-epp-service",
+			"0 workload-service Service deepseek-pd-kserve-workload-svc",
+			"1 scheduler Deployment deepseek-pd-kserve-router-scheduler",
+			"1 worker LeaderWorkerSet deepseek-pd-kserve-mn",
+			"1 prefill-worker LeaderWorkerSet deepseek-pd-kserve-mn-prefill",
+			"2 pool InferencePool deepseek-pd-inference-pool",
+			"2 pool-v1alpha2 InferencePool deepseek-pd-inference-pool",
+			"2 route HTTPRoute deepseek-pd-kserve-route",
+		},
+		names: defaultNames("deepseek-pd"),
+	}, {
+		// The user's pool: no pool or endpoint picker is built, and Pool
+		// names the referenced one.
+		name: "external-pool",
+		want: []string{
+			"0 workload-service Service shared-kserve-workload-svc",
+			"1 main Deployment shared-kserve",
+			"2 route HTTPRoute shared-kserve-route",
+		},
+		names: withPool(defaultNames("shared"), "platform-pool"),
+	}, {
+		// Stopped: nothing is built, the names are still known (the
+		// controller deletes by them) and the spec is still merged.
+		name:    "stopped",
+		stopped: true,
+		names:   defaultNames("paused"),
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, _ := prepareCase(t, tc.name)
+			res, err := plan.Build("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := built(res); !slices.Equal(got, tc.want) {
+				t.Errorf("built:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if res.Names != tc.names {
+				t.Errorf("Names = %+v, want %+v", res.Names, tc.names)
+			}
+			if res.Stopped != tc.stopped {
+				t.Errorf("Stopped = %v, want %v", res.Stopped, tc.stopped)
+			}
+			if res.Phase != build.PhaseV1 {
+				t.Errorf("Phase = %q, want the default v1", res.Phase)
+			}
+			if res.Spec == nil || res.Shape == nil || res.Spec.Model.Name == nil {
+				t.Errorf("the merged spec and shape must be set: Spec %v, Shape %v", res.Spec, res.Shape)
+			}
+			for _, role := range []engine.Role{engine.RoleMain, engine.RoleRoute, engine.RolePool} {
+				want := ""
+				for i, c := range res.Children {
+					if c.Role == role {
+						want = res.Objects[i].GetName()
+						break
+					}
+				}
+				if got := res.Named(role); got != want {
+					t.Errorf("Named(%s) = %q, want %q", role, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWavesFollowTheApplyOrder: Waves groups every object once, the waves
+// are in apply order, and what others refer to comes before them.
+func TestWavesFollowTheApplyOrder(t *testing.T) {
+	plan, _ := prepareCase(t, "prefill-decode")
+	res, err := plan.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waves := res.Waves()
+	if len(waves) != 3 {
+		t.Fatalf("%d waves, want 3", len(waves))
+	}
+	var seen []int
+	for w, idx := range waves {
+		for _, i := range idx {
+			if res.Children[i].Wave != w {
+				t.Errorf("object %d is in wave %d but says %d", i, w, res.Children[i].Wave)
+			}
+			seen = append(seen, i)
+		}
+	}
+	if len(seen) != len(res.Objects) || !slices.IsSorted(seen) {
+		t.Errorf("waves %v must list each of the %d objects once, in apply order", waves, len(res.Objects))
+	}
+	kinds := func(w int) []string {
+		var out []string
+		for _, i := range waves[w] {
+			out = append(out, res.Objects[i].GetObjectKind().GroupVersionKind().Kind)
+		}
+		return slices.Compact(out)
+	}
+	for w, want := range [][]string{
+		{"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Service"},
+		{"Deployment"},
+		{"InferencePool", "HTTPRoute"},
+	} {
+		if got := kinds(w); !slices.Equal(got, want) {
+			t.Errorf("wave %d holds %v, want %v", w, got, want)
+		}
+	}
+}
+
+// TestPlanBuildsEachPhase: one plan builds the pools of each migration
+// phase; the names do not depend on it.
+func TestPlanBuildsEachPhase(t *testing.T) {
+	plan, _ := prepareCase(t, "prefill-decode")
+	for _, tc := range []struct {
+		phase build.Phase
+		pools []engine.Role
+	}{
+		{build.PhaseAlpha2, []engine.Role{engine.RolePoolV1alpha2}},
+		{build.PhaseDual, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
+		{build.PhaseV1, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
+		{build.PhaseRetired, []engine.Role{engine.RolePool}},
+	} {
+		res, err := plan.Build(tc.phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pools []engine.Role
+		for _, c := range res.Children {
+			if c.Role == engine.RolePool || c.Role == engine.RolePoolV1alpha2 {
+				pools = append(pools, c.Role)
+			}
+		}
+		if !slices.Equal(pools, tc.pools) || res.Phase != tc.phase {
+			t.Errorf("%s: pools %v (phase %s), want %v", tc.phase, pools, res.Phase, tc.pools)
+		}
+		if res.Names != plan.Names {
+			t.Errorf("%s: names changed with the phase: %+v", tc.phase, res.Names)
+		}
+	}
+}
+
+// TestShapeIsTheServiceWithItsBaseRefs: the shape holds the baseRefs'
+// fields but none of the well-known presets'; the merged spec holds both.
+func TestShapeIsTheServiceWithItsBaseRefs(t *testing.T) {
+	plan, svc := prepareCase(t, "single-node-baserefs")
+	if plan.Shape.Model.URI != "hf://meta-llama/Llama-3.1-8B-Instruct" {
+		t.Errorf("shape model.uri %q, want the baseRef's", plan.Shape.Model.URI)
+	}
+	if c := plan.Shape.Template.Containers; len(c) != 1 || c[0].Image != "" {
+		t.Errorf("the shape must not hold the well-known preset's image: %+v", c)
+	}
+	if c := plan.Spec.Template.Containers; len(c) == 0 || c[0].Image == "" {
+		t.Errorf("the merged spec must hold the well-known preset's image: %+v", c)
+	}
+	shape, err := engine.Shape(svc, testCatalog(t, nil))
+	if err == nil {
+		t.Errorf("engine.Shape without the team preset should fail, got %+v", shape)
+	}
+
+	plan, svc = prepareCase(t, "prefill-decode")
+	if plan.Shape != &svc.Spec {
+		t.Error("without baseRefs the shape is the service's own spec")
+	}
+}
