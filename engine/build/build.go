@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/naming"
 )
 
@@ -17,35 +18,22 @@ type Object interface {
 	metav1.Object
 }
 
-// Phase is where a service's route stands in the move from the v1alpha2 to
-// the v1 InferencePool API.
-type Phase string
+// Phase and the phases are convention's: see there.
+type Phase = convention.Phase
 
-// The migration phases, in order. The route sends traffic to:
+// The migration phases, in order (convention.Phase).
 const (
-	// PhaseAlpha2: the v1alpha2 pool only; only its CRD exists.
-	PhaseAlpha2 Phase = "alpha2"
-	// PhaseDual: both pools, v1alpha2 at weight 100 and v1 at 0.
-	PhaseDual Phase = "dual"
-	// PhaseV1: both pools, v1 at weight 100 and v1alpha2 at 0; the route is
-	// marked migrated, and never goes back.
-	PhaseV1 Phase = "v1"
-	// PhaseRetired: the v1 pool only; the v1alpha2 pool is gone.
-	PhaseRetired Phase = "retired"
+	PhaseAlpha2  = convention.PhaseAlpha2
+	PhaseDual    = convention.PhaseDual
+	PhaseV1      = convention.PhaseV1
+	PhaseRetired = convention.PhaseRetired
 )
 
 // Phases lists the phases in order.
-var Phases = []Phase{PhaseAlpha2, PhaseDual, PhaseV1, PhaseRetired}
+var Phases = convention.Phases
 
 // ParsePhase checks a phase name.
-func ParsePhase(s string) (Phase, error) {
-	for _, p := range Phases {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("unknown migration phase %q: want one of alpha2, dual, v1, retired", s)
-}
+func ParsePhase(s string) (Phase, error) { return convention.ParsePhase(s) }
 
 // Options shape the children.
 type Options struct {
@@ -77,22 +65,14 @@ type CertIssuer struct {
 	Name string
 }
 
-// CertMode is where the workloads' and the endpoint picker's serving
-// certificates come from. Render never makes a key: that would make its
-// output differ on every run.
-type CertMode string
+// CertMode and the modes are convention's: see there.
+type CertMode = convention.CertMode
 
+// Where serving certificates come from (convention.CertMode).
 const (
-	// CertSelfSigned means the controller writes the secret the presets mount
-	// (<name>-kserve-self-signed-certs). Nothing is rendered for it.
-	CertSelfSigned CertMode = "self-signed"
-	// CertServiceCA means OpenShift's service CA signs a certificate for each
-	// Service, asked for by an annotation; the endpoint picker gets a
-	// secret of its own, since one secret cannot serve two Services.
-	CertServiceCA CertMode = "service-ca"
-	// CertManager means a cert-manager Certificate per Service, with an ECDSA
-	// P-256 key, signed by Options.CertIssuer.
-	CertManager CertMode = "cert-manager"
+	CertSelfSigned = convention.CertSelfSigned
+	CertServiceCA  = convention.CertServiceCA
+	CertManager    = convention.CertManager
 
 	// AnnotationServingCert asks OpenShift's service CA for a certificate.
 	AnnotationServingCert = "service.beta.openshift.io/serving-cert-secret-name"
@@ -101,28 +81,21 @@ const (
 )
 
 // ParseCertMode checks a certificate mode name.
-func ParseCertMode(s string) (CertMode, error) {
-	switch m := CertMode(s); m {
-	case CertSelfSigned, CertServiceCA, CertManager:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown certificate mode %q: want self-signed, service-ca or cert-manager", s)
-}
+func ParseCertMode(s string) (CertMode, error) { return convention.ParseCertMode(s) }
 
-// Labels, annotations and values that name a child's place.
+// Labels, annotations and values that name a child's place: convention's,
+// here for the code that builds and reads children.
 const (
-	LabelPartOf          = "app.kubernetes.io/part-of"
-	LabelName            = "app.kubernetes.io/name"
-	LabelComponent       = "app.kubernetes.io/component"
-	LabelKServeComponent = "kserve.io/component"
-	LabelRole            = "llm-d.ai/role"
+	LabelPartOf          = convention.LabelPartOf
+	LabelName            = convention.LabelName
+	LabelComponent       = convention.LabelComponent
+	LabelKServeComponent = convention.LabelKServeComponent
+	LabelRole            = convention.LabelRole
 
-	PartOf = "llminferenceservice"
+	PartOf = convention.PartOf
 
-	// AnnotationStop stops a service: it keeps its spec and has no children.
-	AnnotationStop = "serving.kserve.io/stop"
-	// AnnotationMigrated marks a route that moved to the v1 pool for good.
-	AnnotationMigrated = "serving.kserve.io/inference-pool-migrated"
+	AnnotationStop     = convention.AnnotationStop
+	AnnotationMigrated = convention.AnnotationMigrated
 
 	GroupPoolV1       = "inference.networking.k8s.io"
 	GroupPoolV1alpha2 = "inference.networking.x-k8s.io"

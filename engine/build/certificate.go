@@ -2,6 +2,8 @@ package build
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // certificate adds, in the cert-manager mode, a Certificate for the Service
@@ -13,7 +15,7 @@ func (b *builder) certificate(name, service, secret, component string) {
 	}
 	issuer := b.opts.CertIssuer
 	if issuer.Name == "" {
-		issuer = CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"}
+		issuer = CertIssuer{Kind: convention.CertIssuerKind, Name: convention.CertIssuerName}
 	}
 	if issuer.Kind == "" {
 		issuer.Kind = "Issuer"

@@ -1,0 +1,115 @@
+package convention
+
+import "fmt"
+
+// Field managers of server-side apply.
+const (
+	// FieldManager applies services' children, the CRDs, status and the
+	// secrets odh-serving writes.
+	FieldManager = "odh-serving"
+	// MigrationFieldManager owns the HTTPRoutes' backendRef weights and the
+	// migration annotation, which the controller moves through the
+	// InferencePool migration (in static mode too, where Helm owns the rest).
+	MigrationFieldManager = "odh-serving-migration"
+)
+
+// The managed-by label marks the CRDs and secrets odh-serving writes.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "odh-serving"
+)
+
+// Labels, annotations and values that name a child's place.
+const (
+	LabelPartOf          = "app.kubernetes.io/part-of"
+	LabelName            = "app.kubernetes.io/name"
+	LabelComponent       = "app.kubernetes.io/component"
+	LabelKServeComponent = "kserve.io/component"
+	LabelRole            = "llm-d.ai/role"
+
+	// PartOf is the value of LabelPartOf on every child.
+	PartOf = "llminferenceservice"
+
+	// AnnotationStop stops a service: it keeps its spec and has no children.
+	AnnotationStop = "serving.kserve.io/stop"
+	// AnnotationMigrated marks a route that moved to the v1 pool for good.
+	AnnotationMigrated = "serving.kserve.io/inference-pool-migrated"
+	// AnnotationWeightsManagedBy marks the HTTPRoutes that static mode
+	// renders: their backendRef weights (and AnnotationMigrated) belong to
+	// the controller, which patches them as MigrationFieldManager. GitOps
+	// tools ignore exactly those fields (docs/gitops.md).
+	AnnotationWeightsManagedBy = "odh-serving.opendatahub.io/weights-managed-by"
+)
+
+// Gateways, in the system namespace unless told otherwise.
+const (
+	// IngressGatewayName is the Gateway managed routes attach to by default.
+	IngressGatewayName = "kserve-ingress-gateway"
+	// InternalGatewayName is the chart's Gateway for in-cluster callers.
+	InternalGatewayName = "kserve-internal-gateway"
+)
+
+// Phase is where a service's route stands in the move from the v1alpha2 to
+// the v1 InferencePool API.
+type Phase string
+
+// The migration phases, in order. The route sends traffic to:
+const (
+	// PhaseAlpha2: the v1alpha2 pool only; only its CRD exists.
+	PhaseAlpha2 Phase = "alpha2"
+	// PhaseDual: both pools, v1alpha2 at weight 100 and v1 at 0.
+	PhaseDual Phase = "dual"
+	// PhaseV1: both pools, v1 at weight 100 and v1alpha2 at 0; the route is
+	// marked migrated, and never goes back.
+	PhaseV1 Phase = "v1"
+	// PhaseRetired: the v1 pool only; the v1alpha2 pool is gone.
+	PhaseRetired Phase = "retired"
+)
+
+// Phases lists the phases in order.
+var Phases = []Phase{PhaseAlpha2, PhaseDual, PhaseV1, PhaseRetired}
+
+// ParsePhase checks a phase name.
+func ParsePhase(s string) (Phase, error) {
+	for _, p := range Phases {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown migration phase %q: want one of alpha2, dual, v1, retired", s)
+}
+
+// CertMode is where the workloads' and the endpoint picker's serving
+// certificates come from. Render never makes a key: that would make its
+// output differ on every run.
+type CertMode string
+
+const (
+	// CertSelfSigned means the controller writes the secret the presets mount
+	// (<name>-kserve-self-signed-certs). Nothing is rendered for it.
+	CertSelfSigned CertMode = "self-signed"
+	// CertServiceCA means OpenShift's service CA signs a certificate for each
+	// Service, asked for by an annotation; the endpoint picker gets a
+	// secret of its own, since one secret cannot serve two Services.
+	CertServiceCA CertMode = "service-ca"
+	// CertManager means a cert-manager Certificate per Service, with an ECDSA
+	// P-256 key, signed by the configured issuer (CertIssuerKind and
+	// CertIssuerName by default).
+	CertManager CertMode = "cert-manager"
+)
+
+// The issuer cert-manager Certificates name unless told otherwise: the
+// chart's CA ClusterIssuer.
+const (
+	CertIssuerKind = "ClusterIssuer"
+	CertIssuerName = "odh-serving-ca"
+)
+
+// ParseCertMode checks a certificate mode name.
+func ParseCertMode(s string) (CertMode, error) {
+	switch m := CertMode(s); m {
+	case CertSelfSigned, CertServiceCA, CertManager:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown certificate mode %q: want self-signed, service-ca or cert-manager", s)
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+)
+
+// Defaults returns o with every unset option that has a default set to it,
+// except Phase (Render takes v1; the controller decides it per service)
+// and the images (Render resolves them).
+func (o Options) Defaults() Options {
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = DefaultSystemNamespace
+	}
+	if o.PresetPrefix == nil {
+		p := preset.DefaultPrefix
+		o.PresetPrefix = &p
+	}
+	if o.IngressGatewayName == "" {
+		o.IngressGatewayName = convention.IngressGatewayName
+	}
+	if o.IngressGatewayNamespace == "" {
+		o.IngressGatewayNamespace = o.SystemNamespace
+	}
+	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
+		o.InternalGatewayNamespace = o.SystemNamespace
+	}
+	if o.CertMode == "" {
+		o.CertMode = convention.CertSelfSigned
+	}
+	return o
+}
+
+// Validate checks the options that take only some values. Errors name the
+// option's field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Phase != "" {
+		if _, err := convention.ParsePhase(string(o.Phase)); err != nil {
+			errs = append(errs, fmt.Errorf("Phase: %w", err))
+		}
+	}
+	if o.CertMode != "" {
+		if _, err := convention.ParseCertMode(string(o.CertMode)); err != nil {
+			errs = append(errs, fmt.Errorf("CertMode: %w", err))
+		}
+	}
+	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
+		errs = append(errs, fmt.Errorf("ImageRegistry: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// AddFlags registers a flag for every option but Phase on fs, with the
+// defaults as flag defaults, so the commands that render (render,
+// post-render) and the controller take the same flags. Phase is left
+// out: the controller decides it per service, and the commands that
+// render add --migration-phase with AddPhaseFlag. Images holds only the
+// --image overrides; the caller adds them over the built-in images.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	if o.PresetPrefix == nil {
+		o.PresetPrefix = new(string)
+	}
+	if o.CertIssuer == (build.CertIssuer{}) {
+		o.CertIssuer = build.CertIssuer{Kind: convention.CertIssuerKind, Name: convention.CertIssuerName}
+	}
+	fs.StringVar(&o.SystemNamespace, "system-namespace", DefaultSystemNamespace,
+		"where the shared presets, the controller and the gateways live")
+	fs.StringVar(o.PresetPrefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
+	fs.Var(newParsed(&o.CertMode, convention.CertSelfSigned, convention.ParseCertMode), "cert-mode",
+		"where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager")
+	fs.StringVar(&o.CertIssuer.Kind, "cert-issuer-kind", o.CertIssuer.Kind, "cert-manager issuer kind (cert-manager mode)")
+	fs.StringVar(&o.CertIssuer.Name, "cert-issuer-name", o.CertIssuer.Name, "cert-manager issuer name (cert-manager mode)")
+	fs.StringVar(&o.IngressGatewayName, "ingress-gateway-name", convention.IngressGatewayName, "the Gateway managed routes attach to")
+	fs.StringVar(&o.IngressGatewayNamespace, "ingress-gateway-namespace", "", "its namespace; default: the system namespace")
+	fs.StringVar(&o.InternalGatewayName, "internal-gateway-name", "",
+		"a Gateway for in-cluster callers (the chart's is "+convention.InternalGatewayName+
+			"): managed routes on the ingress gateway attach to it too; empty: none")
+	fs.StringVar(&o.InternalGatewayNamespace, "internal-gateway-namespace", "", "its namespace; default: the system namespace")
+	fs.StringToStringVar(&o.Images, "image", nil, "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml "+
+		"(vllm, routingSidecar, endpointPicker, inferenceSimulator, "+StorageInitializerImageKey+") or adds one for team presets")
+	fs.Var(newParsed(&o.ImageRegistry, "", func(s string) (string, error) { return s, CheckImageRegistry(s) }), "image-registry",
+		"a registry (host[:port][/path]) that replaces the registry of every image presets name by key and of the "+
+			"storage initializer, for clusters that pull through a mirror")
+}
+
+// AddPhaseFlag registers --migration-phase for the commands that render
+// without a cluster: the phase the routes and pools are rendered in.
+func (o *Options) AddPhaseFlag(fs *pflag.FlagSet) {
+	fs.Var(newParsed(&o.Phase, convention.PhaseV1, convention.ParsePhase), "migration-phase",
+		"InferencePool migration phase: alpha2, dual, v1 or retired")
+}
+
+// parsed is a flag whose value is checked when it is set, so a bad value
+// is reported with the flag's name.
+type parsed[T ~string] struct {
+	dst   *T
+	parse func(string) (T, error)
+}
+
+func newParsed[T ~string](dst *T, def T, parse func(string) (T, error)) *parsed[T] {
+	*dst = def
+	return &parsed[T]{dst: dst, parse: parse}
+}
+
+func (p *parsed[T]) String() string { return string(*p.dst) }
+func (p *parsed[T]) Type() string   { return "string" }
+
+func (p *parsed[T]) Set(s string) error {
+	v, err := p.parse(s)
+	if err != nil {
+		return err
+	}
+	*p.dst = v
+	return nil
+}
