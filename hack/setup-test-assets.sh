@@ -1,36 +1,204 @@
 #!/usr/bin/env bash
-# Builds the test control plane (etcd, kube-apiserver, kubectl) and the helm (v3), helm4 and
-# kustomize CLIs from the Go module proxy, into bin/k8s-<version>-<hash>/ under the repository root.
-# A stamp file makes a second run free. Prints only the asset directory on stdout; progress
-# and timings go to stderr.
+# Builds, once, the binaries that the tests and the demo run, into bin/k8s-<version>-<hash>/ under
+# the repository root, and prints only that folder on stdout. Progress, timings and what was
+# reused from where go to stderr; the `go` output of each build goes to bin/test-assets.log,
+# whose last lines are printed if a build fails.
+#
+#   hack/setup-test-assets.sh [test|demo|NAME...]
+#     test (default)  etcd kube-apiserver helm helm4 kustomize: what `make test` runs
+#     demo            etcd kube-apiserver helm: what `make demo` runs
+#     NAME            any of etcd kube-apiserver kubectl helm helm4 kustomize. No test and no make
+#                     target runs kubectl, so no set builds it; `DEMO_KEEP=1 make demo` asks for it.
+#
+# Every binary has its own stamp (.stamp-NAME), so the demo's binaries are reused by the test set.
+# A binary not stamped yet is first looked for, with a matching version, in $KUBEBUILDER_ASSETS,
+# setup-envtest's cache and $PATH, and linked or copied in; only then is it built from the Go
+# module proxy: etcd, kube-apiserver and kubectl in the nested module hack/k8s-assets, helm in the
+# root module (same version as the helm library odh-serving uses, so it shares its build cache),
+# helm 4 and kustomize with `go install`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=1.34.4          # must match hack/k8s-assets/go.mod
-HELM_VERSION=v3.19.5        # same as helm.sh/helm/v3 in the root go.mod
+ETCD_VERSION=3.6.4          # what k8s.io/kubernetes v1.34.4 pins (hack/k8s-assets/go.sum)
+HELM_VERSION=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit }' "$ROOT/go.mod")
+[[ -n $HELM_VERSION ]] || { echo "test-assets: no helm.sh/helm/v3 in go.mod" >&2; exit 1; }
 HELM4_VERSION=v4.3.1        # helm.sh/helm/v4, installed as helm4 (post-renderer plugin tests)
 KUSTOMIZE_VERSION=v5.8.1    # = kustomize/api v0.21.1; v5.8.3 needs go >= 1.27
 MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-SUMS=$(cat "$ROOT/hack/k8s-assets/go.mod" "$ROOT/hack/k8s-assets/go.sum" "$0" | sha256sum | cut -c1-12)
-STAMP="k8s=$K8S_VERSION helm=$HELM_VERSION helm4=$HELM4_VERSION kustomize=$KUSTOMIZE_VERSION $(go env GOVERSION) $SUMS"
+SUMS=$(cat "$ROOT/hack/k8s-assets/go.mod" "$ROOT/hack/k8s-assets/go.sum" | sha256sum | cut -c1-12)
 OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
-if [[ -f "$OUT/.stamp" && "$(cat "$OUT/.stamp")" == "$STAMP" ]]; then echo "$OUT"; exit 0; fi
+LOG=$ROOT/bin/test-assets.log
+GOVER=$(go env GOVERSION)
+
+DEMO_SET="etcd kube-apiserver helm"
+TEST_SET="etcd kube-apiserver helm helm4 kustomize"
+ALL="etcd kube-apiserver kubectl helm helm4 kustomize"
+usage() { echo "usage: hack/setup-test-assets.sh [test|demo|NAME...]; NAME is one of: $ALL" >&2; exit 2; }
+WANT=()
+for a in "${@:-test}"; do
+  case $a in
+    test) WANT+=($TEST_SET) ;;
+    demo) WANT+=($DEMO_SET) ;;
+    -h|--help) usage ;;
+    *) [[ " $ALL " == *" $a "* ]] || usage; WANT+=("$a") ;;
+  esac
+done
+
+KLDF="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
+HLDF="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$MINOR -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$MINOR"
+H4LDF="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION"
+
+# The stamp of a binary: what it is and how it is built (a new Go rebuilds it too). A different
+# stamp rebuilds, or re-reuses, that binary.
+stamp() {
+  case $1 in
+    etcd|kube-apiserver|kubectl) echo "$1 k8s=$K8S_VERSION $SUMS $GOVER $KLDF" ;;
+    helm) echo "helm $HELM_VERSION root-module $GOVER $HLDF" ;;
+    helm4) echo "helm4 $HELM4_VERSION $GOVER $H4LDF" ;;
+    kustomize) echo "kustomize $KUSTOMIZE_VERSION $GOVER -s -w" ;;
+  esac
+}
+fresh() { [[ -x "$OUT/$1" && -f "$OUT/.stamp-$1" && "$(cat "$OUT/.stamp-$1")" == "$(stamp "$1")" ]]; }
+
+MISSING=()
+for b in "${WANT[@]}"; do
+  fresh "$b" || [[ " ${MISSING[*]} " == *" $b "* ]] || MISSING+=("$b")
+done
+if [[ ${#MISSING[@]} -eq 0 ]]; then echo "$OUT"; exit 0; fi
+
+# The version a binary reports, and the versions accepted from elsewhere: the same etcd and
+# Kubernetes minor, the exact helm, helm 4 and kustomize.
+version_of() {
+  case $1 in
+    etcd) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^etcd Version: //p' ;;
+    kube-apiserver) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^Kubernetes v//p' ;;
+    kubectl) timeout 10 "$2" version --client 2>/dev/null | sed -n 's/^Client Version: v//p' ;;
+    helm|helm4) timeout 10 "$2" version --short 2>/dev/null | sed 's/+.*//' ;;
+    kustomize) timeout 10 "$2" version 2>/dev/null | sed 's/^{Version:kustomize\///; s/ .*//' ;;
+  esac
+}
+accepted() {
+  case $1 in
+    etcd) [[ $2 == "${ETCD_VERSION%.*}".* ]] ;;
+    kube-apiserver|kubectl) [[ $2 == "${K8S_VERSION%.*}".* ]] ;;
+    helm) [[ $2 == "$HELM_VERSION" ]] ;;
+    helm4) [[ $2 == "$HELM4_VERSION" ]] ;;
+    kustomize) [[ $2 == "$KUSTOMIZE_VERSION" ]] ;;
+  esac
+}
+# Where a matching binary may already be: $KUBEBUILDER_ASSETS, setup-envtest's cache (Linux and
+# macOS locations, newest patch release first) and $PATH.
+candidates() {
+  local b=$1 os arch d
+  [[ -n ${KUBEBUILDER_ASSETS:-} ]] && echo "\$KUBEBUILDER_ASSETS|$KUBEBUILDER_ASSETS/$b"
+  case $b in
+    etcd|kube-apiserver|kubectl)
+      os=$(uname -s | tr '[:upper:]' '[:lower:]'); arch=$(uname -m)
+      case $arch in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
+      for d in "${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest/k8s" \
+               "$HOME/Library/Application Support/io.kubebuilder.envtest/k8s"; do
+        [[ -d $d ]] || continue
+        find "$d" -maxdepth 1 -name "${K8S_VERSION%.*}.*-$os-$arch" 2>/dev/null | sort -rV | sed "s|^|setup-envtest's cache\||; s|\$|/$b|"
+      done ;;
+  esac
+  d=$(type -P "$b" || true); [[ -z $d ]] || echo "\$PATH|$d"
+}
+reuse() {
+  local b=$1 c src v from
+  while IFS='|' read -r from c; do
+    [[ -x $c && ! -d $c ]] || continue
+    src=$(readlink -f "$c")
+    [[ $src != "$(readlink -f "$OUT")/"* ]] || continue
+    v=$(version_of "$b" "$src" | sed -n 1p)
+    if [[ -n $v ]] && accepted "$b" "$v"; then
+      rm -f "$OUT/$b"
+      ln "$src" "$OUT/$b" 2>/dev/null || cp "$src" "$OUT/$b"
+      stamp "$b" > "$OUT/.stamp-$b"
+      echo "test-assets: $b $v: reusing $c (from $from)"
+      return 0
+    fi
+    echo "test-assets: $b: not reusing $c (from $from): version ${v:-unknown}, want $(want_text "$b")"
+  done < <(candidates "$b")
+  return 1
+}
+want_text() {
+  case $1 in
+    etcd) echo "${ETCD_VERSION%.*}.x" ;; kube-apiserver|kubectl) echo "${K8S_VERSION%.*}.x" ;;
+    helm) echo "$HELM_VERSION" ;; helm4) echo "$HELM4_VERSION" ;; kustomize) echo "$KUSTOMIZE_VERSION" ;;
+  esac
+}
+
+# run LABEL ESTIMATE DIR CMD...: runs a build with its output in $LOG, says what it builds, how
+# long that took the first time here, a line a minute while it runs, and what it took.
+run() {
+  local label=$1 estimate=$2 dir=$3 t=$SECONDS pid rc next=$((SECONDS + 60)); shift 3
+  echo "test-assets: building $label from the Go module proxy; the first time on a 2-core machine takes about $estimate (go's output: ${LOG#"$ROOT"/})"
+  echo "=== $(date -u +%FT%TZ) $label: (cd $dir && $*)" >> "$LOG"
+  ( cd "$dir" && exec "$@" ) >> "$LOG" 2>&1 & pid=$!
+  trap 'kill $pid 2>/dev/null' INT TERM
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (( SECONDS >= next )); then echo "test-assets:   still building $label, $((SECONDS - t))s so far"; next=$((next + 60)); fi
+  done
+  if wait "$pid"; then rc=0; else rc=$?; fi
+  trap - INT TERM
+  if [[ $rc -ne 0 ]]; then
+    echo "test-assets: building $label FAILED after $((SECONDS - t))s; the end of $LOG:"
+    awk '/^=== / { n = 0 } !/^go: downloading/ { last[n++] = $0 } END { for (i = (n > 30 ? n - 30 : 0); i < n; i++) print last[i] }' "$LOG"
+    exit "$rc"
+  fi
+  echo "test-assets: $label built in $((SECONDS - t))s"
+}
+
 {
-  mkdir -p "$OUT"; t0=$SECONDS
-  KLDF="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
-  ( cd "$ROOT/hack/k8s-assets" && go build -ldflags "$KLDF" -o "$OUT/" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd )
-  echo "test-assets: etcd+kube-apiserver+kubectl built in $((SECONDS-t0))s"; t1=$SECONDS
-  HLDF="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$MINOR -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$MINOR"
-  GOBIN="$OUT" GOFLAGS=-mod=mod go install -ldflags "$HLDF" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-  echo "test-assets: helm built in $((SECONDS-t1))s"; t2=$SECONDS
-  GOBIN="$OUT" GOFLAGS=-mod=mod go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-  echo "test-assets: kustomize built in $((SECONDS-t2))s"; t3=$SECONDS
-  GOBIN="$OUT/helm4.d" GOFLAGS=-mod=mod go install -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" \
-    "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
-  mv "$OUT/helm4.d/helm" "$OUT/helm4" && rmdir "$OUT/helm4.d"
-  echo "test-assets: helm4 built in $((SECONDS-t3))s"
-  "$OUT/etcd" --version | sed -n 1p; "$OUT/kube-apiserver" --version; "$OUT/kubectl" version --client | sed -n 1p
-  "$OUT/helm" version --short; "$OUT/helm4" version --short; "$OUT/kustomize" version
-  echo "$STAMP" > "$OUT/.stamp"; echo "test-assets: ready in $((SECONDS-t0))s: $OUT"
+  mkdir -p "$OUT" "$(dirname "$LOG")"; t0=$SECONDS
+  if command -v flock >/dev/null; then
+    exec 9>"$OUT/.lock"
+    flock -n 9 || { echo "test-assets: waiting for another setup-test-assets.sh on $OUT"; flock 9; }
+  fi
+  : > "$LOG"
+  BUILD=()
+  for b in "${MISSING[@]}"; do
+    fresh "$b" || reuse "$b" || BUILD+=("$b")
+  done
+  has() { [[ " ${BUILD[*]} " == *" $1 "* ]]; }
+  # etcd, kube-apiserver and kubectl: one `go build`, which compiles their shared packages once.
+  # The first-time estimates were measured on the project's 2-core machine with empty Go caches.
+  K8S=(); NAMES=(); KEST=0
+  if has etcd; then K8S+=(./etcd); NAMES+=(etcd); KEST=$((KEST + 1)); fi
+  if has kube-apiserver; then K8S+=(k8s.io/kubernetes/cmd/kube-apiserver); NAMES+=(kube-apiserver); KEST=$((KEST + 5)); fi
+  if has kubectl; then K8S+=(k8s.io/kubernetes/cmd/kubectl); NAMES+=(kubectl); KEST=$((KEST + 1)); fi
+  if [[ ${#K8S[@]} -gt 0 ]]; then
+    case ${#NAMES[@]} in
+      1) label=${NAMES[0]} ;; 2) label="${NAMES[0]} and ${NAMES[1]}" ;; *) label="${NAMES[0]}, ${NAMES[1]} and ${NAMES[2]}" ;;
+    esac
+    run "$label" "$KEST min" "$ROOT/hack/k8s-assets" go build -ldflags "$KLDF" -o "$OUT/" "${K8S[@]}"
+    for b in "${NAMES[@]}"; do stamp "$b" > "$OUT/.stamp-$b"; done
+  fi
+  if has helm; then
+    # The root module's helm, built with a copy of its go.mod (the helm CLI needs a few go.sum
+    # lines the library does not), so the tree's go.mod and go.sum stay as they are.
+    MODF=$OUT/.helm-mod/go.mod
+    mkdir -p "$(dirname "$MODF")"; cp "$ROOT/go.mod" "$MODF"; cp "$ROOT/go.sum" "${MODF%.mod}.sum"
+    run "helm $HELM_VERSION" "20 s once odh-serving is built, 2 min without" "$ROOT" \
+      go build -modfile "$MODF" -mod=mod -ldflags "$HLDF" -o "$OUT/helm" helm.sh/helm/v3/cmd/helm
+    rm -rf "$(dirname "$MODF")"; stamp helm > "$OUT/.stamp-helm"
+  fi
+  if has kustomize; then
+    run "kustomize $KUSTOMIZE_VERSION" "20 s" "$ROOT" \
+      env GOBIN="$OUT" GOFLAGS=-mod=mod go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+    stamp kustomize > "$OUT/.stamp-kustomize"
+  fi
+  if has helm4; then
+    run "helm4 $HELM4_VERSION" "3 min" "$ROOT" \
+      env GOBIN="$OUT/helm4.d" GOFLAGS=-mod=mod go install -ldflags "$H4LDF" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
+    mv "$OUT/helm4.d/helm" "$OUT/helm4" && rmdir "$OUT/helm4.d"
+    stamp helm4 > "$OUT/.stamp-helm4"
+  fi
+  if [[ ${#BUILD[@]} -gt 0 ]]; then
+    vs=$(for b in "${BUILD[@]}"; do printf '%s %s, ' "$b" "$(version_of "$b" "$OUT/$b" | sed -n 1p)"; done)
+    echo "test-assets: ${vs%, }"
+  fi
+  echo "test-assets: ready in $((SECONDS - t0))s: $OUT"
 } >&2
 echo "$OUT"

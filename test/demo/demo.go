@@ -152,9 +152,15 @@ func (d *demo) run(ctx context.Context) error {
 	return nil
 }
 
-// 1. Build odh-serving; build or reuse etcd, kube-apiserver and helm.
+// 1. Build odh-serving; build (the first time) or reuse etcd, kube-apiserver
+// and helm, and kubectl for a kept environment.
 func (d *demo) build(ctx context.Context) error {
-	d.header("Build odh-serving; reuse etcd, kube-apiserver and helm (hack/setup-test-assets.sh)")
+	tools, args := []string{"etcd", "kube-apiserver", "helm"}, []string{"demo"}
+	if d.cfg.Keep {
+		tools, args = append(tools, "kubectl"), append(args, "kubectl")
+	}
+	d.header(fmt.Sprintf("Build odh-serving; build %s the first time, then reuse them (hack/setup-test-assets.sh %s)",
+		andList(tools), strings.Join(args, " ")))
 	for _, p := range []string{crdsChart, chart} {
 		if _, err := os.Stat(filepath.Join(d.cfg.Root, p, "Chart.yaml")); err != nil {
 			return fmt.Errorf("the chart %s is missing (the CHART task provides it): %w", p, err)
@@ -172,7 +178,7 @@ func (d *demo) build(ctx context.Context) error {
 			return fmt.Errorf("bin/odh-serving has no %q command (the CONTROLLER task provides it): %w", sub, err)
 		}
 	}
-	assets, err := testAssets(ctx, d.cfg.Root, d.cfg.Out)
+	assets, err := testAssets(ctx, d.cfg.Root, &indented{w: d.cfg.Out, prefix: "           ", bol: true}, args, tools)
 	if err != nil {
 		return err
 	}
@@ -717,7 +723,7 @@ func (d *demo) finish(_ context.Context) error {
 	d.header("Keep the environment running (DEMO_KEEP=1)")
 	d.teardown = nil
 	d.say("export KUBECONFIG=%s", d.kubeconfig)
-	d.say("export PATH=%s:$PATH   # kubectl and helm, as built for the tests", d.assets)
+	d.say("export PATH=%s:$PATH   # kubectl and helm", d.assets)
 	d.say("kubectl get llminferenceservices,deployments,leaderworkersets,inferencepools.inference.networking.k8s.io,httproutes -n demo")
 	d.say("bin/odh-serving status -A")
 	d.say("helm list -A")

@@ -2,7 +2,7 @@
 // with no cluster and no GPU (docs/demo.md shows a run).
 //
 //  1. build bin/odh-serving; build once, then reuse, etcd, kube-apiserver and
-//     helm (hack/setup-test-assets.sh);
+//     helm, and kubectl with DEMO_KEEP=1 (hack/setup-test-assets.sh demo);
 //  2. start kube-apiserver and etcd on loopback (test/localcluster), the
 //     kubeconfig in bin/demo/;
 //  3. helm install charts/odh-serving-crds, then charts/odh-serving in

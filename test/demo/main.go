@@ -71,7 +71,8 @@ func devcluster(ctx context.Context, root, dir string, args []string, out io.Wri
 	}
 	switch args[0] {
 	case "up":
-		assets, err := testAssets(ctx, root, os.Stderr)
+		cluster := []string{"etcd", "kube-apiserver"}
+		assets, err := testAssets(ctx, root, os.Stderr, cluster, cluster)
 		if err != nil {
 			return err
 		}
@@ -123,22 +124,54 @@ func repoRoot() (string, error) {
 	}
 }
 
-// testAssets builds (once) and returns the folder of etcd, kube-apiserver,
-// kubectl and helm: hack/setup-test-assets.sh, whose progress goes to
-// progress.
-func testAssets(ctx context.Context, root string, progress io.Writer) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "setup-test-assets.sh"))
+// testAssets builds (once), or reuses, the binaries the demo runs and
+// returns their folder: `hack/setup-test-assets.sh ARGS...` (demo: etcd,
+// kube-apiserver and helm), whose progress goes to progress. It checks that
+// the folder has bins.
+func testAssets(ctx context.Context, root string, progress io.Writer, args, bins []string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "hack", "setup-test-assets.sh")}, args...)...)
 	cmd.Dir = root
 	cmd.Stderr = progress
 	outBytes, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/setup-test-assets.sh: %w", err)
+		return "", fmt.Errorf("hack/setup-test-assets.sh %s: %w", strings.Join(args, " "), err)
 	}
 	dir := strings.TrimSpace(string(outBytes))
-	for _, bin := range []string{"etcd", "kube-apiserver", "kubectl", "helm"} {
+	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return "", fmt.Errorf("hack/setup-test-assets.sh printed %q, which lacks %s: %w", dir, bin, err)
 		}
 	}
 	return dir, nil
+}
+
+// andList joins names as "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// indented writes to w with prefix at the start of every line: the
+// asset script's progress under the demo's step header.
+type indented struct {
+	w      io.Writer
+	prefix string
+	bol    bool // at the beginning of a line
+}
+
+func (i *indented) Write(p []byte) (int, error) {
+	var buf []byte
+	for _, c := range p {
+		if i.bol {
+			buf = append(buf, i.prefix...)
+		}
+		buf = append(buf, c)
+		i.bol = c == '\n'
+	}
+	if _, err := i.w.Write(buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
