@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/merge"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/template"
@@ -293,7 +293,7 @@ func sortObjects(objs []build.Object) {
 func (r *Result) Unstructured() ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(r.Objects))
 	for _, c := range r.Objects {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		m, err := manifest.ToUnstructured(c)
 		if err != nil {
 			return nil, fmt.Errorf("convert %s %s: %w", c.GetObjectKind().GroupVersionKind().Kind, c.GetName(), err)
 		}

@@ -1,0 +1,72 @@
+package manifest_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// ToUnstructured gives what apimachinery's converter gives, for every
+// child of every engine golden case in every migration phase and
+// certificate mode.
+func TestToUnstructuredMatchesApimachinery(t *testing.T) {
+	inputs, err := filepath.Glob("../testdata/*/input.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, file := range inputs {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := manifest.Decode(file, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		catalog, err := presets.Catalog(engine.DefaultSystemNamespace, "kserve-", in.Presets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, svc := range in.Services {
+			for _, phase := range build.Phases {
+				for _, mode := range []build.CertMode{build.CertSelfSigned, build.CertServiceCA, build.CertManager} {
+					res, err := engine.Render(t.Context(), svc.Service, catalog, engine.Options{Images: images, Phase: phase, CertMode: mode})
+					if err != nil {
+						continue // the bad-input cases
+					}
+					for _, obj := range res.Objects {
+						want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := manifest.ToUnstructured(obj)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Errorf("%s, %s %s (-apimachinery +ToUnstructured):\n%s", file, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), diff)
+						}
+						compared++
+					}
+				}
+			}
+		}
+	}
+	if compared < 1000 {
+		t.Errorf("compared %d objects; the golden cases give more", compared)
+	}
+	t.Logf("compared %d objects", compared)
+}
