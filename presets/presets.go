@@ -24,13 +24,12 @@ func Load(namespace, prefix string) ([]*preset.Preset, error) {
 }
 
 // Catalog is the built-in presets in namespace with the user's over them: a
-// user preset with a built-in's namespace and name replaces it.
+// user preset with a built-in's namespace and name replaces it. The
+// built-in presets are decoded only when a lookup needs one the user's do
+// not have: the chart's stream carries every built-in preset, so a
+// post-render of it decodes none.
 func Catalog(namespace, prefix string, user []*preset.Preset) (*preset.Catalog, error) {
-	builtin, err := Load(namespace, prefix)
-	if err != nil {
-		return nil, err
-	}
-	return preset.Overlay(namespace, builtin, user)
+	return preset.OverlayLazy(namespace, func() ([]*preset.Preset, error) { return Load(namespace, prefix) }, user)
 }
 
 // LoadFS reads <name>/preset.yaml files from fsys.

@@ -82,6 +82,28 @@ func (p *Preset) ID() string {
 type Catalog struct {
 	systemNamespace string
 	byKey           map[string]*Preset
+	// base, when set, holds presets of the system namespace below byKey's,
+	// loaded on the first Lookup that needs them (see OverlayLazy).
+	base *lazyBase
+}
+
+// lazyBase loads base presets once, on first use.
+type lazyBase struct {
+	once    sync.Once
+	load    func() ([]*Preset, error)
+	catalog *Catalog
+	err     error
+}
+
+func (b *lazyBase) get(systemNamespace string) (*Catalog, error) {
+	b.once.Do(func() {
+		ps, err := b.load()
+		if err == nil {
+			b.catalog, err = NewCatalog(systemNamespace, ps)
+		}
+		b.err = err
+	})
+	return b.catalog, b.err
 }
 
 // ErrNotFound is wrapped by the error Lookup returns for a missing preset.
@@ -127,6 +149,20 @@ func Overlay(systemNamespace string, base, top []*Preset) (*Catalog, error) {
 	return NewCatalog(systemNamespace, append(all, top...))
 }
 
+// OverlayLazy is Overlay with base presets that all live in the system
+// namespace and are loaded only when a Lookup finds no top preset: the
+// first such Lookup calls base, once. A render whose presets all come
+// from top (a chart's stream carries every built-in preset) never loads
+// base.
+func OverlayLazy(systemNamespace string, base func() ([]*Preset, error), top []*Preset) (*Catalog, error) {
+	c, err := NewCatalog(systemNamespace, top)
+	if err != nil {
+		return nil, err
+	}
+	c.base = &lazyBase{load: base}
+	return c, nil
+}
+
 // Lookup finds a preset in namespace first, then in the system namespace.
 func (c *Catalog) Lookup(name, namespace string) (*Preset, error) {
 	if p, ok := c.byKey[namespace+"/"+name]; ok {
@@ -135,6 +171,15 @@ func (c *Catalog) Lookup(name, namespace string) (*Preset, error) {
 	if p, ok := c.byKey[c.systemNamespace+"/"+name]; ok {
 		return p, nil
 	}
+	if c.base != nil {
+		base, err := c.base.get(c.systemNamespace)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := base.byKey[c.systemNamespace+"/"+name]; ok {
+			return p, nil
+		}
+	}
 	if namespace == c.systemNamespace {
 		return nil, fmt.Errorf("%w: LLMInferenceServiceConfig %q is not in the system namespace %q", ErrNotFound, name, c.systemNamespace)
 	}
@@ -142,11 +187,21 @@ func (c *Catalog) Lookup(name, namespace string) (*Preset, error) {
 		ErrNotFound, name, namespace, c.systemNamespace)
 }
 
-// All returns every preset, sorted by namespace and name.
+// All returns every preset, sorted by namespace and name. It loads the
+// lazy base presets, if any; ones that do not load are left out.
 func (c *Catalog) All() []*Preset {
 	out := make([]*Preset, 0, len(c.byKey))
 	for _, p := range c.byKey {
 		out = append(out, p)
+	}
+	if c.base != nil {
+		if base, err := c.base.get(c.systemNamespace); err == nil {
+			for key, p := range base.byKey {
+				if _, replaced := c.byKey[key]; !replaced {
+					out = append(out, p)
+				}
+			}
+		}
 	}
 	slices.SortFunc(out, func(a, b *Preset) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 	return out

@@ -71,3 +71,51 @@ func TestLookupPrefersTheNamespace(t *testing.T) {
 		t.Errorf("error = %v, want ErrNotFound naming both namespaces", err)
 	}
 }
+
+// OverlayLazy loads the base presets only when a lookup needs one the top
+// presets lack, once, and then behaves as Overlay.
+func TestOverlayLazyLoadsBaseOnlyWhenNeeded(t *testing.T) {
+	const sys = "opendatahub"
+	loads := 0
+	base := func() ([]*preset.Preset, error) {
+		loads++
+		return []*preset.Preset{
+			{Name: "kserve-template", Namespace: sys, Spec: &v1alpha2.LLMInferenceServiceSpec{}},
+			{Name: "kserve-scheduler", Namespace: sys, Spec: &v1alpha2.LLMInferenceServiceSpec{}},
+		}, nil
+	}
+	top := []*preset.Preset{
+		{Name: "kserve-template", Namespace: sys, File: "chart.yaml", Spec: &v1alpha2.LLMInferenceServiceSpec{}},
+		{Name: "team", Namespace: "team-a", Spec: &v1alpha2.LLMInferenceServiceSpec{}},
+	}
+	c, err := preset.OverlayLazy(sys, base, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Lookup("kserve-template", "team-a"); err != nil || p.File != "chart.yaml" {
+		t.Fatalf("Lookup = %v, %v; want the top preset", p, err)
+	}
+	if _, err := c.Lookup("team", "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if loads != 0 {
+		t.Fatalf("base loaded %d times while the top presets answered every lookup", loads)
+	}
+	if _, err := c.Lookup("kserve-scheduler", "team-a"); err != nil {
+		t.Fatalf("a base preset: %v", err)
+	}
+	if _, err := c.Lookup("missing", "team-a"); !errors.Is(err, preset.ErrNotFound) {
+		t.Errorf("a missing preset: %v", err)
+	}
+	var ids []string
+	for _, p := range c.All() {
+		ids = append(ids, p.ID())
+	}
+	want := []string{"opendatahub/kserve-scheduler", "opendatahub/kserve-template (chart.yaml)", "team-a/team"}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("All (-want +got):\n%s", diff)
+	}
+	if loads != 1 {
+		t.Errorf("base loaded %d times; want once", loads)
+	}
+}
