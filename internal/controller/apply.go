@@ -31,20 +31,6 @@ const (
 	AnnotationOwnerUID = "odh-serving.opendatahub.io/owner-uid"
 )
 
-// notControlledError says a child's name is taken by an object the service
-// does not control. It is never applied over or deleted.
-type notControlledError struct {
-	kind, namespace, name string
-}
-
-func (e *notControlledError) Error() string {
-	where := e.name
-	if e.namespace != "" {
-		where = e.namespace + "/" + e.name
-	}
-	return fmt.Sprintf("%s %s exists and is not controlled by this LLMInferenceService; rename or delete it", e.kind, where)
-}
-
 // ownerReference is the controller reference children carry.
 func ownerReference(svc *v1alpha2.LLMInferenceService) metav1.OwnerReference {
 	yes := true

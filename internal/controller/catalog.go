@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/merge"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
@@ -59,31 +58,4 @@ func (c *presetCache) preset(cfg *v1alpha2.LLMInferenceServiceConfig) *preset.Pr
 	p := &preset.Preset{Name: cfg.Name, Namespace: cfg.Namespace, Spec: cfg.Spec.DeepCopy()}
 	c.byID[id] = cachedPreset{resourceVersion: cfg.ResourceVersion, preset: p}
 	return p
-}
-
-// shape is the service's spec merged with its baseRefs: what picks the
-// well-known presets, and where route, gateway and pool references are
-// read from.
-func shape(svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog) (*v1alpha2.LLMInferenceServiceSpec, error) {
-	if len(svc.Spec.BaseRefs) == 0 {
-		return &svc.Spec, nil
-	}
-	layers := make([]merge.Layer, 0, len(svc.Spec.BaseRefs)+1)
-	for i, ref := range svc.Spec.BaseRefs {
-		p, err := catalog.Lookup(ref.Name, svc.Namespace)
-		if err != nil {
-			return nil, fmt.Errorf("spec.baseRefs[%d]: %w", i, err)
-		}
-		l, err := p.Layer()
-		if err != nil {
-			return nil, err
-		}
-		layers = append(layers, l)
-	}
-	compiled, err := merge.Compile(&svc.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
-	}
-	spec, _, err := merge.Specs(append(layers, merge.Layer{Name: "service", Spec: &svc.Spec, Compiled: compiled}))
-	return spec, err
 }

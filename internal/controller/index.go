@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
@@ -190,7 +191,7 @@ func (r *Reconciler) forConfig(ctx context.Context, obj client.Object) []reconci
 			q.add(s.Namespace, s.Name)
 			continue
 		}
-		spec, err := shape(&s, catalog)
+		spec, err := engine.Shape(&s, catalog)
 		if err != nil || slices.Contains(preset.WellKnown(spec, *r.opts.PresetPrefix), obj.GetName()) {
 			q.add(s.Namespace, s.Name)
 		}

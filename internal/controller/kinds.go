@@ -79,8 +79,9 @@ var (
 	gvkCertificate        = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 )
 
-// childKinds are every kind the engine renders, in apply order. The label
-// inventory that finds children to delete goes over these.
+// childKinds are every kind the engine renders. The label inventory that
+// finds children to delete goes over these; the apply order is the
+// engine's (engine.Child.Wave).
 var childKinds = []kind{
 	{gvk: gvkServiceAccount},
 	{gvk: gvkRole},

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+)
+
+// writeStatus patches the status when it changed, and only then.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
+	p.status.Conditions = p.conds.sorted()
+	if p.settled {
+		p.status.ObservedGeneration = p.svc.Generation
+	}
+	key := types.NamespacedName{Namespace: p.svc.Namespace, Name: p.svc.Name}.String()
+	from := phaseNone
+	if ip := p.svc.Status.InferencePool; ip != nil {
+		from = ip.MigrationPhase
+	}
+	to := phaseNone
+	if ip := p.status.InferencePool; ip != nil {
+		to = ip.MigrationPhase
+	}
+	if !equality.Semantic.DeepEqual(p.svc.Status, p.status) {
+		base := p.svc.DeepCopy()
+		p.svc.Status = p.status
+		if err := r.client.Status().Patch(ctx, p.svc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+			// Not recorded: the retry reads the same old phase and counts
+			// the step then, once.
+			return fmt.Errorf("patch status of LLMInferenceService %s: %w", key, err)
+		}
+	}
+	// Only what the status now says counts, so a step is counted once
+	// whatever fails or is retried.
+	phases.record(key, from, to)
+	return nil
+}
+
+// renderFailed records a spec that cannot be rendered: nothing is applied
+// or deleted until it is fixed.
+func (p *pass) renderFailed(err error) {
+	p.conds.set(v1alpha2.ConditionPresetsCombined, "False", ReasonCombineBaseError, err.Error())
+	p.conds.set(v1alpha2.ConditionReady, "False", ReasonCombineBaseError, err.Error())
+	p.settled = true
+}
+
+// crdMissing records kinds the service needs whose CRDs are not served;
+// nothing is applied until they are.
+func (p *pass) crdMissing(missing []kind) {
+	var workload, router []string
+	for _, k := range missing {
+		msg := fmt.Sprintf("the CustomResourceDefinition %s (%s) is not installed or not established; reconciling resumes when it is", k.crd, k.gvk.GroupVersion())
+		if k.workload {
+			workload = append(workload, msg)
+		} else {
+			router = append(router, msg)
+		}
+	}
+	if len(workload) > 0 {
+		p.conds.set(v1alpha2.ConditionWorkloadsReady, "False", ReasonCRDMissing, strings.Join(workload, "; "))
+	}
+	if len(router) > 0 {
+		p.conds.set(v1alpha2.ConditionRouterReady, "False", ReasonCRDMissing, strings.Join(router, "; "))
+	}
+	p.conds.ready()
+	p.settled = true
+}
+
+// failed records an error writing children.
+func (p *pass) failed(workload bool, err error) {
+	t := v1alpha2.ConditionRouterReady
+	if workload {
+		t = v1alpha2.ConditionWorkloadsReady
+	}
+	p.conds.set(t, "False", ReasonReconcileError, err.Error())
+	p.conds.ready()
+}
