@@ -60,8 +60,9 @@ demo-down: ## Stop what `DEMO_KEEP=1 make demo` left running.
 	go run ./test/demo down
 
 .PHONY: build
-build: ## Build bin/odh-serving.
+build: ## Build bin/odh-serving and bin/odh-serving-render (render and post-render only: Helm's post-renderer, starts in a few ms).
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/odh-serving ./cmd/odh-serving
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/odh-serving-render ./cmd/odh-serving-render
 
 .PHONY: image
 image: ## Build the controller image (IMAGE_REPO, tag VERSION) for linux/amd64 and arm64 without a container engine: bin/image/*.oci.tar and its SPDX SBOM.
@@ -71,7 +72,7 @@ HELM ?= helm
 
 .PHONY: install-plugin
 install-plugin: ## Install the Helm 4 post-renderer plugin: helm --post-renderer odh-serving (HELM=... for another helm 4).
-	go build -o plugin/odh-serving/bin/odh-serving ./cmd/odh-serving
+	go build -ldflags "$(LDFLAGS)" -o plugin/odh-serving/bin/odh-serving-render ./cmd/odh-serving-render
 	$(HELM) plugin uninstall odh-serving >/dev/null 2>&1 || true
 	$(HELM) plugin install plugin/odh-serving
 

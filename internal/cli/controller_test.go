@@ -2,18 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
 
 func TestControllerFlags(t *testing.T) {
-	parse := func(t *testing.T, args ...string) (controller.Options, error) {
+	parse := func(t *testing.T, args ...string) controller.Options {
 		t.Helper()
 		f := &controllerFlags{}
 		var out bytes.Buffer
@@ -21,49 +23,57 @@ func TestControllerFlags(t *testing.T) {
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		return f.options()
+		return f.opts
 	}
-	defaults, err := parse(t)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defaults := parse(t)
 	prefix := "kserve-"
 	want := controller.Options{
-		SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned,
-		CertIssuer:           build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
+		Options: engine.Options{
+			SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned,
+			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
+			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
+		},
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
-		ManageCRDs: true, MaxConcurrentReconciles: 4, PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
+		ManageCRDs: true, MaxConcurrentReconciles: 4,
 	}
 	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 
-	got, err := parse(t, "--system-namespace=odh", "--watch-namespaces=a,b", "--cert-mode=cert-manager",
+	got := parse(t, "--system-namespace=odh", "--watch-namespaces=a,b", "--cert-mode=cert-manager",
 		"--cert-issuer-kind=Issuer", "--cert-issuer-name=ca", "--migration-grace-period=1h", "--static-mode",
 		"--leader-elect", "--leader-election-namespace=le", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
 		"--webhook-port=9444", "--webhook-cert-dir=/certs", "--webhook-service-name=hook", "--disable-webhooks",
 		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
-		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--zap-log-level=debug")
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--image=storageInitializer=example.com/si:3",
+		"--image-registry=mirror.example.com", "--zap-log-level=debug")
 	empty := ""
 	want = controller.Options{
-		SystemNamespace: "odh", WatchNamespaces: []string{"a", "b"}, CertMode: build.CertManager,
-		CertIssuer: build.CertIssuer{Kind: "Issuer", Name: "ca"}, MigrationGracePeriod: time.Hour, StaticMode: true,
+		Options: engine.Options{
+			SystemNamespace: "odh", CertMode: build.CertManager, CertIssuer: build.CertIssuer{Kind: "Issuer", Name: "ca"},
+			PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
+			InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
+			Images:        map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2", "storageInitializer": "example.com/si:3"},
+			ImageRegistry: "mirror.example.com",
+		},
+		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
-		MaxConcurrentReconciles: 8, PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
-		InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
-		Images: map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2"},
+		MaxConcurrentReconciles: 8,
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
 	}
 
-	if _, err := parse(t, "--cert-mode=vault"); err == nil || !strings.Contains(err.Error(), "vault") {
-		t.Errorf("a bad --cert-mode: %v", err)
+	// Bad values fail while the flags are parsed, naming the flag.
+	for _, arg := range []string{"--cert-mode=vault", "--image-registry=https://mirror"} {
+		cmd := controllerCommand(Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, &controllerFlags{})
+		err := cmd.ParseFlags([]string{arg})
+		name, _, _ := strings.Cut(arg, "=")
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v; want an error naming the flag", arg, err)
+		}
 	}
 }

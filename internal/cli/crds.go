@@ -28,8 +28,8 @@ func newCRDs(s Streams) *cobra.Command {
 		Use:   "status",
 		Short: "List the CRDs odh-serving owns: versions (* = storage), bundle version, field managers and how many custom resources each has",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			ctx, cancel := context.WithTimeout(ctxBackground(), time.Minute)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
 			c, err := crdClient(kubeconfig)
 			if err != nil {
@@ -48,8 +48,8 @@ func newCRDs(s Streams) *cobra.Command {
 		Long: "Delete the CRDs odh-serving owns (the serving.kserve.io ones, and the GIE ones it installed) when no custom resource " +
 			"of any of them is left. Deleting a CRD deletes its custom resources, so while any is left this deletes nothing and lists them.",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			ctx, cancel := context.WithTimeout(ctxBackground(), time.Minute)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
 			c, err := crdClient(kubeconfig)
 			if err != nil {

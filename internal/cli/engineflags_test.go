@@ -3,7 +3,65 @@ package cli_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/opendatahub-io/odh-serving/engine"
 )
+
+// render, post-render and controller take the same engine flags, with the
+// same defaults and help: every line engine.Options.AddFlags gives is in
+// each command's help.
+func TestEngineFlagsAreTheSameEverywhere(t *testing.T) {
+	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	(&engine.Options{}).AddFlags(fs)
+	lines := strings.Split(strings.TrimRight(fs.FlagUsages(), "\n"), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("engine flags: %d lines:\n%s", len(lines), fs.FlagUsages())
+	}
+	for _, cmd := range []string{"render", "post-render", "controller"} {
+		code, out, stderr := run(t, "", cmd, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", cmd, code, stderr)
+		}
+		for _, line := range lines {
+			// The help pads every flag of a command to one column.
+			flag, usage, _ := strings.Cut(strings.TrimSpace(line), "   ")
+			if !strings.Contains(out, flag) || !strings.Contains(out, strings.TrimSpace(usage)) {
+				t.Errorf("%s --help lacks %q", cmd, strings.TrimSpace(line))
+			}
+		}
+		if got, want := strings.Contains(out, "--migration-phase"), cmd != "controller"; got != want {
+			t.Errorf("%s --help lists --migration-phase: %v, want %v (the controller decides the phase)", cmd, got, want)
+		}
+	}
+}
+
+// The storage initializer's image is the images.yaml key
+// storageInitializer, so --image sets it, as the chart's
+// images.storageInitializer does for the controller.
+func TestRenderStorageInitializerImage(t *testing.T) {
+	const image = "registry.example.com/kserve/storage-initializer:v9"
+	code, out, stderr := run(t, "", "render", "-f", "../../examples/gpu/prefill-decode.yaml", "--image", "storageInitializer="+image)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "image: "+image) {
+		t.Error("the storage initializer image from --image did not reach the init container")
+	}
+}
+
+// A bad value of an engine flag is an error that names the flag.
+func TestEngineFlagErrorsNameTheFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"--cert-mode", "vault"}, {"--migration-phase", "beta"}, {"--image-registry", "https://mirror.example.com"},
+	} {
+		code, out, stderr := run(t, "", append([]string{"render", "-f", "../../examples/gpu/prefill-decode.yaml"}, args...)...)
+		if code == 0 || out != "" || !strings.Contains(stderr, args[0]) {
+			t.Errorf("%v: exit %d, stderr %q; want a failure naming %s and nothing on stdout", args, code, stderr, args[0])
+		}
+	}
+}
 
 func TestRenderImageAndGatewayFlags(t *testing.T) {
 	const image = "registry.example.com/vllm/vllm-openai:v9.9.9"

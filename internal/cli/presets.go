@@ -19,6 +19,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
 	"github.com/opendatahub-io/odh-serving/internal/presetlint"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -79,7 +80,7 @@ func listPresets(s Streams, f *presetFlags) error {
 	}
 	var others []listedPreset
 	for _, dir := range f.dirs {
-		ps, err := loadPresetDir(dir)
+		ps, err := offline.LoadPresetDir(dir)
 		if err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func showPreset(s Streams, f *presetFlags, name string) error {
 		return err
 	}
 	for _, dir := range f.dirs {
-		ps, err := loadPresetDir(dir)
+		ps, err := offline.LoadPresetDir(dir)
 		if err != nil {
 			return err
 		}

@@ -42,9 +42,6 @@ phase) and URL. With -A a NAMESPACE column comes first. Rows are sorted.`,
 }
 
 func runStatus(ctx context.Context, s Streams, f *statusFlags) error {
-	if ctx == nil {
-		ctx = ctxBackground()
-	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})

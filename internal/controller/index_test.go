@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -61,7 +62,7 @@ func TestForConfig(t *testing.T) {
 		&v1alpha2.LLMInferenceServiceConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "team-preset"}},
 		&v1alpha2.LLMInferenceServiceConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "team-preset"}},
 	}
-	opts := Options{SystemNamespace: sys}.withDefaults()
+	opts := Options{Options: engine.Options{SystemNamespace: sys}}.withDefaults()
 	r := &Reconciler{opts: opts}
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
 	if err := r.indexServices(t.Context(), builderIndexer{b}); err != nil {

@@ -7,23 +7,23 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 )
 
 // Options configure the controller. The zero value, after withDefaults, is
 // the documented flag defaults.
 type Options struct {
-	// SystemNamespace holds the shared presets, the controller and the
-	// gateways. Default: opendatahub.
-	SystemNamespace string
+	// Options are the render options, the same as render's and
+	// post-render's (the flags engine.Options.AddFlags registers). Phase is
+	// ignored: the controller decides it per service. Images override the
+	// built-in presets/images.yaml by key, and their storageInitializer key
+	// is the storage initializer's image unless StorageInitializerImage is
+	// set.
+	engine.Options
+
 	// WatchNamespaces limits the services reconciled; empty means all.
 	WatchNamespaces []string
-	// CertMode is where the workloads' serving certificates come from.
-	// Default: self-signed (the controller writes them).
-	CertMode build.CertMode
-	// CertIssuer signs certificates in the cert-manager mode.
-	CertIssuer build.CertIssuer
 	// MigrationGracePeriod is how long the v1alpha2 InferencePool is kept
 	// after a route moved to v1. Default: 24h.
 	MigrationGracePeriod time.Duration
@@ -58,30 +58,6 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of workers. Default: 4.
 	MaxConcurrentReconciles int
 
-	// PresetPrefix is put before the well-known preset names. Nil means
-	// "kserve-".
-	PresetPrefix *string
-	// IngressGatewayName and IngressGatewayNamespace name the gateway the
-	// managed route attaches to. Defaults: kserve-ingress-gateway in the
-	// system namespace.
-	IngressGatewayName      string
-	IngressGatewayNamespace string
-	// InternalGatewayName names the cluster-internal gateway whose URLs are
-	// reported as gateway-internal; empty means none (the command's flag
-	// defaults to kserve-internal-gateway). Its namespace defaults to the
-	// system namespace.
-	InternalGatewayName      string
-	InternalGatewayNamespace string
-
-	// Images override the built-in presets/images.yaml, by key.
-	Images map[string]string
-	// StorageInitializerImage downloads hf:// and s3:// models. Default:
-	// Images["storageInitializer"].
-	StorageInitializerImage string
-	// ImageRegistry replaces the registry of every image presets name and
-	// of the storage initializer (a mirror); empty keeps them.
-	ImageRegistry string
-
 	// SyncPeriod is how often the cache delivers every object again, which
 	// reconciles every service; zero means controller-runtime's default.
 	SyncPeriod time.Duration
@@ -103,22 +79,17 @@ const (
 	DefaultWebhookCertDir          = "/tmp/k8s-webhook-server/serving-certs"
 	DefaultWebhookServiceName      = "odh-serving-webhook"
 	DefaultMaxConcurrentReconciles = 4
-	DefaultIngressGatewayName      = "kserve-ingress-gateway"
-	DefaultInternalGatewayName     = "kserve-internal-gateway"
+	DefaultIngressGatewayName      = convention.IngressGatewayName
+	DefaultInternalGatewayName     = convention.InternalGatewayName
 
 	// LeaderElectionID is the Lease the replicas compete for.
 	LeaderElectionID = "odh-serving-controller.opendatahub.io"
 	// FieldManager writes children, CRDs and status.
-	FieldManager = "odh-serving"
+	FieldManager = convention.FieldManager
 )
 
 func (o Options) withDefaults() Options {
-	if o.SystemNamespace == "" {
-		o.SystemNamespace = engine.DefaultSystemNamespace
-	}
-	if o.CertMode == "" {
-		o.CertMode = build.CertSelfSigned
-	}
+	o.Options = o.Defaults() // the engine options' defaults
 	if o.MigrationGracePeriod == 0 {
 		o.MigrationGracePeriod = DefaultMigrationGracePeriod
 	}
@@ -143,56 +114,30 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
-	if o.PresetPrefix == nil {
-		p := preset.DefaultPrefix
-		o.PresetPrefix = &p
-	}
-	if o.IngressGatewayName == "" {
-		o.IngressGatewayName = DefaultIngressGatewayName
-	}
-	if o.IngressGatewayNamespace == "" {
-		o.IngressGatewayNamespace = o.SystemNamespace
-	}
-	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
-		o.InternalGatewayNamespace = o.SystemNamespace
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	return o
 }
 
+// validate checks the options; errors name the fields, not flags (Run
+// may be called without a command line).
 func (o Options) validate() error {
-	var errs []error
-	if _, err := build.ParseCertMode(string(o.CertMode)); err != nil {
-		errs = append(errs, fmt.Errorf("--cert-mode: %w", err))
-	}
+	errs := []error{o.Validate()} // the engine options' checks
 	if o.MigrationGracePeriod < 0 {
-		errs = append(errs, fmt.Errorf("--migration-grace-period %s: must not be negative", o.MigrationGracePeriod))
-	}
-	if err := engine.CheckImageRegistry(o.ImageRegistry); err != nil {
-		errs = append(errs, fmt.Errorf("--image-registry: %w", err))
+		errs = append(errs, fmt.Errorf("field MigrationGracePeriod %s: must not be negative", o.MigrationGracePeriod))
 	}
 	if o.CertMode == build.CertManager && o.CertIssuer.Name == "" {
-		errs = append(errs, errors.New("--cert-issuer-name: required with --cert-mode=cert-manager"))
+		errs = append(errs, errors.New("field CertIssuer.Name: required when CertMode is cert-manager"))
 	}
 	return errors.Join(errs...)
 }
 
-// engineOptions are the render options for a phase.
+// engineOptions are the render options for a phase, with images (the
+// built-in ones with Images over them).
 func (o Options) engineOptions(images map[string]string, phase build.Phase) engine.Options {
-	return engine.Options{
-		SystemNamespace:          o.SystemNamespace,
-		PresetPrefix:             o.PresetPrefix,
-		Phase:                    phase,
-		IngressGatewayName:       o.IngressGatewayName,
-		IngressGatewayNamespace:  o.IngressGatewayNamespace,
-		InternalGatewayName:      o.InternalGatewayName,
-		InternalGatewayNamespace: o.InternalGatewayNamespace,
-		StorageInitializerImage:  o.StorageInitializerImage,
-		ImageRegistry:            o.ImageRegistry,
-		Images:                   images,
-		CertMode:                 o.CertMode,
-		CertIssuer:               o.CertIssuer,
-	}
+	opts := o.Options
+	opts.Images = images
+	opts.Phase = phase
+	return opts
 }

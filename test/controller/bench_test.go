@@ -57,7 +57,7 @@ func converge(b *testing.B, n int) {
 	e.sys = newNamespace(b, "benchsys")
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.opts = controller.Options{
-		SystemNamespace: e.sys, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MaxConcurrentReconciles: benchWorkers(),
 	}
 	perService, kinds := childrenOf(b, e.sys)

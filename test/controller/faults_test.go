@@ -169,7 +169,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.opts = controller.Options{
-		SystemNamespace: e.sys, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
 		SyncPeriod: time.Second,
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
@@ -52,7 +53,7 @@ func startFlow(t *testing.T, grace time.Duration, static bool) *flow {
 	f := &flow{t: t, c: cp.Client, ns: newNamespace(t, cp.Client, "flow"), sys: newNamespace(t, cp.Client, "flow-sys")}
 	f.gateway()
 	opts := controller.Options{
-		SystemNamespace: f.sys, WatchNamespaces: []string{f.ns}, DisableWebhooks: true,
+		Options: engine.Options{SystemNamespace: f.sys}, WatchNamespaces: []string{f.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: grace, StaticMode: static,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

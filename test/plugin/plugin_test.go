@@ -59,7 +59,7 @@ func setup(t *testing.T) *helm4 {
 	if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), manifestFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "bin", "odh-serving"), "../../cmd/odh-serving").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "bin", "odh-serving-render"), "../../cmd/odh-serving-render").CombinedOutput(); err != nil {
 		t.Fatalf("build odh-serving: %v\n%s", err, out)
 	}
 	h.run(t, "plugin", "install", dir)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
 
@@ -112,7 +113,7 @@ spec:
       env:
       - {name: HF_TOKEN, value: "{{ .Nope }}%s"}`, tokenValue))
 	runController(t, controller.Options{
-		SystemNamespace: sys, WatchNamespaces: []string{ns}, DisableWebhooks: true,
+		Options: engine.Options{SystemNamespace: sys}, WatchNamespaces: []string{ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 	})
 

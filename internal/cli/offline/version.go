@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"encoding/json"
@@ -9,7 +9,8 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/version"
 )
 
-func newVersion(s Streams) *cobra.Command {
+// NewVersion is the version command.
+func NewVersion(s Streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",

@@ -1,7 +1,8 @@
-package cli
+package offline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/overlay"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -24,16 +25,6 @@ const (
 	modeStatic     = "static"
 )
 
-// WeightsManagedByAnnotation marks the HTTPRoutes that static mode renders:
-// their backendRef weights (and the migration annotation) belong to the
-// controller, which patches them with the field manager
-// MigrationFieldManager as the InferencePool migration advances. GitOps
-// tools ignore exactly those fields (docs/gitops.md).
-const (
-	WeightsManagedByAnnotation = "odh-serving.opendatahub.io/weights-managed-by"
-	MigrationFieldManager      = "odh-serving-migration"
-)
-
 type postRenderFlags struct {
 	engineFlags
 	mode      string
@@ -41,7 +32,8 @@ type postRenderFlags struct {
 	overlays  []string
 }
 
-func newPostRender(s Streams) *cobra.Command {
+// NewPostRender is the post-render command, Helm's post-renderer.
+func NewPostRender(s Streams) *cobra.Command {
 	f := &postRenderFlags{}
 	cmd := &cobra.Command{
 		Use:   "post-render [--mode controller|static] [--overlay NAME|DIR]...",
@@ -56,7 +48,7 @@ in the stream replaces a built-in one of the same name. Everything in the
 stream stays in the output, followed by the children. The controller still
 moves the HTTPRoutes' backendRef weights through the InferencePool
 migration; those routes carry the annotation
-` + WeightsManagedByAnnotation + `: controller.
+` + convention.AnnotationWeightsManagedBy + `: controller.
 
 In controller mode the stream passes through untouched: the controller
 expands the services in the cluster.
@@ -68,7 +60,7 @@ Repeat it to apply several, in order.
 
 On any error nothing is written to stdout and the exit code is 1.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runPostRender(s, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPostRender(cmd.Context(), s, f) },
 	}
 	cmd.Flags().StringVar(&f.mode, "mode", modeController, "controller (pass through) or static (expand services)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "namespace for services that name none (the Helm release namespace)")
@@ -79,7 +71,7 @@ On any error nothing is written to stdout and the exit code is 1.`,
 
 func builtinOverlays() string { return strings.Join(overlay.Builtins(), ", ") }
 
-func runPostRender(s Streams, f *postRenderFlags) error {
+func runPostRender(ctx context.Context, s Streams, f *postRenderFlags) error {
 	if f.mode != modeController && f.mode != modeStatic {
 		return fmt.Errorf("unknown mode %q: want controller or static", f.mode)
 	}
@@ -103,7 +95,7 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 		if os.Getenv("GOGC") == "" {
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 		}
-		if data, err = expandStatic(data, f); err != nil {
+		if data, err = expandStatic(ctx, data, f); err != nil {
 			return err
 		}
 	}
@@ -118,34 +110,23 @@ func runPostRender(s Streams, f *postRenderFlags) error {
 
 // expandStatic renders every service of the stream and returns the stream
 // followed by the children.
-func expandStatic(data []byte, f *postRenderFlags) ([]byte, error) {
+func expandStatic(ctx context.Context, data []byte, f *postRenderFlags) ([]byte, error) {
 	opts, err := f.options()
 	if err != nil {
 		return nil, err
 	}
-	// The built-in presets decode while the stream does.
-	var builtin []*preset.Preset
-	var builtinErr error
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		builtin, builtinErr = presets.Load(f.systemNamespace, f.prefix)
-	}()
 	in, err := manifest.Decode("<stdin>", data)
-	<-loaded
 	if err != nil {
 		return nil, err
 	}
-	if builtinErr != nil {
-		return nil, builtinErr
-	}
-	catalog, err := preset.Overlay(f.systemNamespace, builtin, in.Presets)
+	// The stream's presets (the chart's) replace the built-in ones.
+	catalog, err := presets.Catalog(opts.SystemNamespace, *opts.PresetPrefix, in.Presets)
 	if err != nil {
 		return nil, err
 	}
 	// Each service's children are written as YAML where they are rendered
 	// and dropped: a thousand services' objects never sit in memory at once.
-	chunks, err := renderEach(in.Services, catalog, opts, f.namespace,
+	chunks, err := renderEach(ctx, in.Services, catalog, opts, f.namespace,
 		func(_ *engine.Result, children []*unstructured.Unstructured) ([]byte, error) {
 			for _, c := range children {
 				if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
@@ -185,6 +166,6 @@ func markWeightsManaged(route *unstructured.Unstructured) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[WeightsManagedByAnnotation] = "controller"
+	ann[convention.AnnotationWeightsManagedBy] = "controller"
 	route.SetAnnotations(ann)
 }

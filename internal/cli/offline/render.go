@@ -1,7 +1,8 @@
-package cli
+package offline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,8 @@ type renderFlags struct {
 	explain    bool
 }
 
-func newRender(s Streams) *cobra.Command {
+// NewRender is the render command.
+func NewRender(s Streams) *cobra.Command {
 	f := &renderFlags{}
 	cmd := &cobra.Command{
 		Use:   "render -f SERVICE.yaml [-f MORE.yaml]",
@@ -46,7 +48,7 @@ input files; a preset given by you replaces a built-in one of the same name
 and namespace. Manifests go to stdout, diagnostics to stderr; on any error
 nothing is written to stdout.`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error { return runRender(s, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.Context(), s, f) },
 	}
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "input file, multi-document YAML or JSON; - reads stdin (repeatable)")
 	cmd.Flags().StringArrayVar(&f.presetDirs, "presets", nil, "folder of preset YAML files, searched recursively (repeatable)")
@@ -58,7 +60,7 @@ nothing is written to stdout.`,
 	return cmd
 }
 
-func runRender(s Streams, f *renderFlags) error {
+func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	opts, err := f.options()
 	if err != nil {
 		return err
@@ -86,7 +88,7 @@ func runRender(s Streams, f *renderFlags) error {
 		}
 	}
 	for _, dir := range f.presetDirs {
-		ps, err := loadPresetDir(dir)
+		ps, err := LoadPresetDir(dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -99,7 +101,7 @@ func runRender(s Streams, f *renderFlags) error {
 	if len(services) == 0 {
 		return errors.New("the input holds no LLMInferenceService")
 	}
-	catalog, err := presets.Catalog(f.systemNamespace, f.prefix, userPresets)
+	catalog, err := presets.Catalog(opts.SystemNamespace, *opts.PresetPrefix, userPresets)
 	if err != nil {
 		return err
 	}
@@ -107,7 +109,7 @@ func runRender(s Streams, f *renderFlags) error {
 	if f.explain {
 		explainTo = s.Err
 	}
-	objs, err := renderServices(services, catalog, opts, f.namespace, explainTo)
+	objs, err := renderServices(ctx, services, catalog, opts, f.namespace, explainTo)
 	if err != nil {
 		return err
 	}
@@ -139,7 +141,8 @@ func readInput(stdin io.Reader, file string) ([]byte, string, error) {
 	return data, file, nil
 }
 
-func loadPresetDir(dir string) ([]*preset.Preset, error) {
+// LoadPresetDir reads the presets in the YAML files under dir.
+func LoadPresetDir(dir string) ([]*preset.Preset, error) {
 	var out []*preset.Preset
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -186,14 +189,14 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 // without a namespace get defaultNamespace; when that is empty too, they
 // are an error. explainTo, when set, receives each service's explanation.
 // Every service is tried, so one run reports every failure.
-func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
+func renderServices(ctx context.Context, services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
 	defaultNamespace string, explainTo io.Writer,
 ) ([]*unstructured.Unstructured, error) {
 	type rendered struct {
 		objs        []*unstructured.Unstructured
 		explanation *engine.Explanation
 	}
-	results, err := renderEach(services, catalog, opts, defaultNamespace,
+	results, err := renderEach(ctx, services, catalog, opts, defaultNamespace,
 		func(res *engine.Result, objs []*unstructured.Unstructured) (rendered, error) {
 			return rendered{objs: objs, explanation: &res.Explanation}, nil
 		})
@@ -216,7 +219,7 @@ func renderServices(services []*manifest.Service, catalog *preset.Catalog, opts 
 // does (writing YAML) runs in parallel too and the children need not stay
 // in memory. The results and the errors keep the input order; every
 // service is tried.
-func renderEach[T any](services []*manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
+func renderEach[T any](ctx context.Context, services []*manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
 	done func(*engine.Result, []*unstructured.Unstructured) (T, error),
 ) ([]T, error) {
 	if opts.Images == nil {
@@ -233,7 +236,7 @@ func renderEach[T any](services []*manifest.Service, catalog *preset.Catalog, op
 	for range min(runtime.GOMAXPROCS(0), len(services)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(services); i = int(next.Add(1) - 1) {
-				res, objs, err := renderService(services[i], catalog, opts, defaultNamespace)
+				res, objs, err := renderService(ctx, services[i], catalog, opts, defaultNamespace)
 				if err == nil {
 					if results[i], err = done(res, objs); err != nil {
 						err = fmt.Errorf("%s: %w", services[i].Where, err)
@@ -247,7 +250,7 @@ func renderEach[T any](services []*manifest.Service, catalog *preset.Catalog, op
 	return results, errors.Join(errs...)
 }
 
-func renderService(in *manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
+func renderService(ctx context.Context, in *manifest.Service, catalog *preset.Catalog, opts engine.Options, defaultNamespace string,
 ) (*engine.Result, []*unstructured.Unstructured, error) {
 	svc := in.Service
 	if svc.Namespace == "" {
@@ -256,7 +259,7 @@ func renderService(in *manifest.Service, catalog *preset.Catalog, opts engine.Op
 		}
 		svc.Namespace = defaultNamespace
 	}
-	res, err := engine.Render(ctxBackground(), svc, catalog, opts)
+	res, err := engine.Render(ctx, svc, catalog, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.Where, err)
 	}
