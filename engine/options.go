@@ -43,16 +43,16 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.Phase != "" {
 		if _, err := convention.ParsePhase(string(o.Phase)); err != nil {
-			errs = append(errs, fmt.Errorf("Phase: %w", err))
+			errs = append(errs, fmt.Errorf("field Phase: %w", err))
 		}
 	}
 	if o.CertMode != "" {
 		if _, err := convention.ParseCertMode(string(o.CertMode)); err != nil {
-			errs = append(errs, fmt.Errorf("CertMode: %w", err))
+			errs = append(errs, fmt.Errorf("field CertMode: %w", err))
 		}
 	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
-		errs = append(errs, fmt.Errorf("ImageRegistry: %w", err))
+		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
 	}
 	return errors.Join(errs...)
 }
