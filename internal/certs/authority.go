@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Names and labels of what this package writes.
@@ -26,11 +28,11 @@ const (
 	CACommonName = "odh-serving self-signed CA"
 
 	// LabelManagedBy and ManagedBy mark every secret this package writes.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "odh-serving"
+	LabelManagedBy = convention.LabelManagedBy
+	ManagedBy      = convention.ManagedBy
 
 	// FieldManager writes the secrets (they are odh-serving's children).
-	FieldManager = "odh-serving"
+	FieldManager = convention.FieldManager
 	// InjectorFieldManager writes the caBundle fields of the webhook
 	// configuration and the CRDs, so managedFields show who owns them.
 	InjectorFieldManager = "odh-serving-certs"

@@ -16,15 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Names odh-serving marks its CRDs with.
 const (
 	// FieldManager applies the CRDs.
-	FieldManager = "odh-serving"
+	FieldManager = convention.FieldManager
 	// LabelManagedBy and ManagedBy label the CRDs as odh-serving's.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "odh-serving"
+	LabelManagedBy = convention.LabelManagedBy
+	ManagedBy      = convention.ManagedBy
 	// AnnotationBundleVersion is the GIE release a CRD comes from.
 	AnnotationBundleVersion = "inference.networking.k8s.io/bundle-version"
 	// AnnotationLLMDBundleVersion is the llm-d release of the llm-d.ai CRDs

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Names the controller, the static-mode patch and other tools share.
@@ -35,7 +36,7 @@ const (
 	// MigratedValue is the value of the migrated mark.
 	MigratedValue = "v1"
 	// FieldManager owns the route weights patched in static mode.
-	FieldManager = "odh-serving-migration"
+	FieldManager = convention.MigrationFieldManager
 )
 
 // Reasons of a Decision, for a condition or an event.
