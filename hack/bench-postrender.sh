@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
-# Times `helm template` of charts/odh-serving alone and piped through
-# `odh-serving post-render --mode static`, for 1, 100 and 1,000 prefill/decode
-# services, in one hyperfine command (docs/benchmarks.md, "Post-render").
-# Needs hyperfine (Debian: apt-get install hyperfine); uses the helm that
-# hack/setup-test-assets.sh builds. RUNS sets the runs per command (10),
-# BENCH_DIR keeps the values files and the markdown table (a temp dir).
+# Times the post-render path side by side (docs/benchmarks.md, "Post-render"):
+# each table's commands run in turn, round after round (hack/abbench), so
+# the host's load reaches every side alike, and the ratio is the number to
+# read.
+#
+#   1. `helm template` of charts/odh-serving with one prefill/decode service
+#      piped through `odh-serving-render post-render --mode static`, against
+#      the same pipeline with the odh-serving of BASE (the commit before the
+#      lean render path) and, when LLMD_CMD is set, against the llm-d pair of
+#      charts (modelservice + router-gateway): LLMD_CMD is the shell command
+#      that templates them (this machine has no copy of them);
+#   2. post-render alone of 1 and 1,000 services, and the process start
+#      (`version`), new against BASE.
+#
+# Uses the helm that hack/setup-test-assets.sh builds. RUNS (20) and
+# WARMUP (3) set the runs per command; BENCH_DIR keeps the binaries, values
+# files and tables (a temp dir); BASE is the baseline commit (0c5d001).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 HELM="$(bash hack/setup-test-assets.sh)/helm"
 OUT=${BENCH_DIR:-$(mktemp -d)}
+BASE=${BASE:-0c5d001}
+RUNS=${RUNS:-20}
+WARMUP=${WARMUP:-3}
 mkdir -p "$OUT"
-go build -o "$OUT/odh-serving" ./cmd/odh-serving
+LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
+
+export CGO_ENABLED=0 GOFLAGS=-trimpath
+go build -o "$OUT/odh-serving-render" ./cmd/odh-serving-render
+go build -o "$OUT/abbench" ./hack/abbench
+rm -rf "$OUT/base" && mkdir -p "$OUT/base"
+git archive "$BASE" | tar -x -C "$OUT/base"
+(cd "$OUT/base" && go build -o "$OUT/odh-serving-base" ./cmd/odh-serving)
 
 # The prefill/decode service of examples/prefill-decode.yaml, n times, as
 # the chart's `services:` values; static mode with cert-manager certificates.
-for n in 1 100 1000; do
+for n in 1 1000; do
   {
     printf 'controller:\n  staticMode: true\ncertMode: cert-manager\nservices:\n'
     for i in $(seq -w 1 "$n"); do
@@ -34,16 +55,41 @@ for n in 1 100 1000; do
 YAML
     done
   } > "$OUT/values-$n.yaml"
+  "$HELM" template bench charts/odh-serving --namespace bench -f "$OUT/values-$n.yaml" > "$OUT/template-$n.yaml"
 done
+# The lean binary writes what the full one writes.
+PR="post-render --mode static --namespace bench --cert-mode cert-manager"
+cmp <("$OUT/odh-serving-render" $PR < "$OUT/template-1.yaml") <("$OUT/odh-serving-base" $PR < "$OUT/template-1.yaml")
 
-TEMPLATE="$HELM template bench charts/odh-serving --namespace bench -f $OUT/values-{n}.yaml"
-# hyperfine runs each command for n=1, then each for n=100, ...: one name each.
-names=()
-for n in 1 100 1000; do
-  names+=(--command-name "helm template, $n P/D" --command-name "helm template | post-render --mode static, $n P/D")
-done
-hyperfine --warmup 1 --runs "${RUNS:-10}" --parameter-list n 1,100,1000 "${names[@]}" \
-  "$TEMPLATE > /dev/null" \
-  "$TEMPLATE | $OUT/odh-serving post-render --mode static --namespace bench --cert-mode cert-manager > /dev/null" \
-  --export-markdown "$OUT/post-render.md"
-echo "table: $OUT/post-render.md" >&2
+{
+  echo "## helm template + post-render, 1 P/D service"
+  echo
+  TEMPLATE="$HELM template bench charts/odh-serving --namespace bench -f $OUT/values-1.yaml"
+  cmds=("$TEMPLATE | $OUT/odh-serving-render $PR > /dev/null"
+    "$TEMPLATE | $OUT/odh-serving-base $PR > /dev/null"
+    "$TEMPLATE > /dev/null")
+  names=(-name "helm template \| odh-serving-render post-render" -name "helm template \| odh-serving post-render ($BASE)" -name "helm template alone")
+  if [ -n "${LLMD_CMD:-}" ]; then
+    cmds+=("$LLMD_CMD > /dev/null")
+    names+=(-name "llm-d pair: $LLMD_CMD")
+  fi
+  "$OUT/abbench" -runs "$RUNS" -warmup "$WARMUP" "${names[@]}" "${cmds[@]}"
+  echo
+  echo "## post-render alone, and the process start"
+  echo
+  "$OUT/abbench" -runs "$RUNS" -warmup "$WARMUP" \
+    -name "odh-serving-render version" -name "odh-serving version ($BASE)" \
+    -name "odh-serving-render post-render, 1 P/D" -name "odh-serving post-render ($BASE), 1 P/D" \
+    "$OUT/odh-serving-render version > /dev/null" "$OUT/odh-serving-base version > /dev/null" \
+    "$OUT/odh-serving-render $PR < $OUT/template-1.yaml > /dev/null" "$OUT/odh-serving-base $PR < $OUT/template-1.yaml > /dev/null"
+  echo
+  echo "## post-render alone, 1,000 P/D services"
+  echo
+  "$OUT/abbench" -runs "$(( (RUNS + 1) / 2 ))" -warmup 1 \
+    -name "odh-serving-render post-render, 1,000 P/D" -name "odh-serving post-render ($BASE), 1,000 P/D" \
+    "$OUT/odh-serving-render $PR < $OUT/template-1000.yaml > /dev/null" "$OUT/odh-serving-base $PR < $OUT/template-1000.yaml > /dev/null"
+  echo
+  echo "Host: $(nproc) cores, $(uname -m), load average before/after: $LOAD_BEFORE / $(cut -d' ' -f1-3 /proc/loadavg); $("$HELM" version --short)."
+} > "$OUT/post-render.md"
+cat "$OUT/post-render.md"
+echo "tables: $OUT/post-render.md" >&2
