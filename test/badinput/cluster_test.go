@@ -2,13 +2,11 @@ package badinput
 
 import (
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,10 +16,12 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// namespacePrefix starts the name of every namespace the tests make.
-const namespacePrefix = "bad-"
+// namespacePrefix starts the name of every namespace the tests make
+// (testenv.NewNamespace puts a dash after it).
+const namespacePrefix = "bad"
 
 // TestWebhook creates each case the webhook sees, in a namespace of its
 // own: the create must fail with the case's message, and nothing at all may
@@ -40,7 +40,7 @@ func TestWebhook(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			objs := servingObjects(t, c)
-			ns := newNamespace(t)
+			ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
 			if _, accepted := c.accepted[entryWebhook]; accepted {
 				for _, o := range objs {
 					o.SetNamespace(ns)
@@ -76,24 +76,18 @@ func TestWebhook(t *testing.T) {
 // helm must refuse with the message, and leave nothing behind: no release,
 // no object in the namespace, no cluster-scoped object.
 func TestHelmInstall(t *testing.T) {
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is not on PATH; run the tests with `make test`: %v", err)
-	}
-	kubeconfig := writeKubeconfig(t)
+	kubeconfig := testenv.Kubeconfig(t, cp.Config, "")
 	before := clusterScoped(t)
 	eachCase(t, entryHelmInstall, func(t *testing.T, c *badCase, want string) {
 		t.Helper()
-		ns := newNamespace(t)
-		cmd := exec.CommandContext(t.Context(), helm, "install", "odh-serving", "../../charts/odh-serving",
-			"--namespace", ns, "--kubeconfig", kubeconfig, "-f", c.file)
-		cmd.Env = append(cmd.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-		out, err := cmd.CombinedOutput()
+		ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
+		helm := testenv.HelmFor(t, "helm", kubeconfig)
+		out, err := helm.Run(t.Context(), "install", "odh-serving", "../../charts/odh-serving", "--namespace", ns, "-f", c.file)
 		if err == nil {
 			t.Fatalf("helm install succeeded; want %q\n%s", want, out)
 		}
-		if !strings.Contains(string(out), want) {
-			t.Errorf("helm said:\n%s\nwant it to contain:\n%s", out, want)
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("helm said:\n%v\nwant it to contain:\n%s", err, want)
 		}
 		checkEmpty(t, ns)
 	})
@@ -120,15 +114,6 @@ func servingObjects(t *testing.T, c *badCase) []*unstructured.Unstructured {
 		t.Fatal("the case holds no serving.kserve.io object")
 	}
 	return objs
-}
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: namespacePrefix}}
-	if err := cp.Client.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns.Name
 }
 
 // discovered caches what the API server serves; the set does not change

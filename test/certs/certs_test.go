@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func secretPair(t *testing.T, c client.Client, key types.NamespacedName) (*corev1.Secret, *certs.KeyPair) {
@@ -34,8 +36,8 @@ func secretPair(t *testing.T, c client.Client, key types.NamespacedName) (*corev
 // never written in the steady state, rotated at its renewal time and when
 // its names change, and a same-named Opaque secret is taken over in place.
 func TestIntegrationServingSecret(t *testing.T) {
-	c, writes := countingClient(t)
-	ns, sys := newNamespace(t), newNamespace(t)
+	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns, sys := testenv.NewNamespace(t, cp.Client, "certs"), testenv.NewNamespace(t, cp.Client, "certs-sys")
 	svc := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns}}
 	must(t, cp.Client.Create(t.Context(), svc), "create service")
 	owner := metav1.NewControllerRef(svc, v1alpha2.GroupVersion.WithKind("LLMInferenceService"))
@@ -129,8 +131,8 @@ func createService(ctx context.Context, t *testing.T, c client.Client, ns, name,
 // certificate from the files, before and after a rotation; the second pass
 // of Ensure writes nothing.
 func TestIntegrationWebhookCerts(t *testing.T) {
-	c, writes := countingClient(t)
-	ns, sys := newNamespace(t), newNamespace(t)
+	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns, sys := testenv.NewNamespace(t, cp.Client, "certs"), testenv.NewNamespace(t, cp.Client, "certs-sys")
 	restoreWebhooks(t)
 	dir := filepath.Join(t.TempDir(), "serving-certs")
 	// The API server checks certificates against the real time, so the fake
@@ -165,8 +167,8 @@ func TestIntegrationWebhookCerts(t *testing.T) {
 	assertWrites(t, writes)
 
 	// The API server may take a moment to see the new webhook addresses.
-	waitFor(t, "a service admitted and converted through the new webhook", func() bool {
-		return createService(t.Context(), t, cp.Client, ns, "qwen", "image: vllm") == nil
+	testenv.Eventually(t, "a service admitted and converted through the new webhook", func() error {
+		return createService(t.Context(), t, cp.Client, ns, "qwen", "image: vllm")
 	})
 	got := &v1alpha2.LLMInferenceService{}
 	must(t, cp.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "qwen"}, got), "read back as v1alpha2")
@@ -192,9 +194,11 @@ func TestIntegrationWebhookCerts(t *testing.T) {
 		t.Errorf("rotation: Changed=%v, next renewal %s", res2.Changed, res2.RenewAt)
 	}
 	var rotated *x509.Certificate
-	waitFor(t, "the rotated certificate served", func() bool {
-		rotated = ws.served(bundle)
-		return rotated != nil && !rotated.Equal(firstServed)
+	testenv.Eventually(t, "the rotated certificate served", func() error {
+		if rotated = ws.served(bundle); rotated == nil || rotated.Equal(firstServed) {
+			return errors.New("the server presents the first certificate or none that verifies")
+		}
+		return nil
 	})
 	_, onDisk := secretPair(t, c, types.NamespacedName{Namespace: sys, Name: certs.WebhookSecretName})
 	if !rotated.Equal(onDisk.Cert) {
@@ -215,8 +219,8 @@ func TestIntegrationWebhookCerts(t *testing.T) {
 // the webhook secret is reissued from the new CA, and the API server keeps
 // calling the webhook.
 func TestIntegrationWebhookCARotation(t *testing.T) {
-	c, writes := countingClient(t)
-	ns, sys := newNamespace(t), newNamespace(t)
+	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns, sys := testenv.NewNamespace(t, cp.Client, "certs"), testenv.NewNamespace(t, cp.Client, "certs-sys")
 	restoreWebhooks(t)
 	dir := t.TempDir()
 	// A 30-minute CA enters its renewal window 19.5 min after issue (valid
@@ -232,12 +236,12 @@ func TestIntegrationWebhookCARotation(t *testing.T) {
 	}
 	_, err := w.Ensure(t.Context())
 	must(t, err, "first Ensure")
-	writes.take()
+	writes.Take()
 	oldCA, _ := secretPair(t, c, caKey)
 	ws := startWebhookServer(t, dir)
 	pointWebhooksAt(t, ws.URL)
-	waitFor(t, "a service admitted through the webhook", func() bool {
-		return createService(t.Context(), t, cp.Client, ns, "before", "image: vllm") == nil
+	testenv.Eventually(t, "a service admitted through the webhook", func() error {
+		return createService(t.Context(), t, cp.Client, ns, "before", "image: vllm")
 	})
 
 	_, caPair := secretPair(t, c, caKey)
@@ -256,12 +260,14 @@ func TestIntegrationWebhookCARotation(t *testing.T) {
 	if len(bundle) != 2 || !bundle[0].Equal(newPair.Cert) || !bytes.Contains(newCA.Data["ca.crt"], oldCA.Data["tls.crt"]) {
 		t.Fatalf("bundle after CA rotation: %d certificates, want the new CA then the old", len(bundle))
 	}
-	waitFor(t, "the leaf from the new CA served", func() bool {
-		got := ws.served(newCA.Data["ca.crt"])
-		return got != nil && certs.SignedBy(got, bundle[:1])
+	testenv.Eventually(t, "the leaf from the new CA served", func() error {
+		if got := ws.served(newCA.Data["ca.crt"]); got == nil || !certs.SignedBy(got, bundle[:1]) {
+			return errors.New("the server presents no certificate from the new CA")
+		}
+		return nil
 	})
-	waitFor(t, "a service admitted after the CA rotation", func() bool {
-		return createService(t.Context(), t, cp.Client, ns, "after", "image: vllm") == nil
+	testenv.Eventually(t, "a service admitted after the CA rotation", func() error {
+		return createService(t.Context(), t, cp.Client, ns, "after", "image: vllm")
 	})
 	_, err = w.Ensure(t.Context())
 	must(t, err, "Ensure after CA rotation")

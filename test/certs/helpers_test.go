@@ -9,17 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,55 +22,14 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
-
-// writeLog records the requests that change something ("PATCH <path>").
-type writeLog struct {
-	mu   sync.Mutex
-	reqs []string
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// take returns the writes since the last call.
-func (l *writeLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.reqs
-	l.reqs = nil
-	return out
-}
-
-// countingClient is a client whose writes are recorded, through a
-// RoundTripper wrapped around its rest.Config.
-func countingClient(t *testing.T) (client.Client, *writeLog) {
-	t.Helper()
-	log := &writeLog{}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				log.mu.Lock()
-				log.reqs = append(log.reqs, r.Method+" "+r.URL.Path)
-				log.mu.Unlock()
-			}
-			return next.RoundTrip(r)
-		})
-	}
-	c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, log
-}
 
 // assertWrites checks the writes since the last check, in order: each
 // want is "METHOD substring-of-path".
-func assertWrites(t *testing.T, log *writeLog, want ...string) {
+func assertWrites(t *testing.T, log *testenv.Recorder, want ...string) {
 	t.Helper()
-	got := log.take()
+	got := log.Take()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(want); i++ {
 		method, path, _ := strings.Cut(want[i], " ")
@@ -84,15 +38,6 @@ func assertWrites(t *testing.T, log *writeLog, want ...string) {
 	if !ok {
 		t.Errorf("writes:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-}
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "certs-"}}
-	if err := cp.Client.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns.Name
 }
 
 // webhookServer is controller-runtime's webhook server with odh-serving's
@@ -134,7 +79,7 @@ func startWebhookServer(t *testing.T, certDir string) *webhookServer {
 			t.Errorf("webhook server: %v", err)
 		}
 	})
-	waitFor(t, "the webhook server to listen", func() bool { return server.StartedChecker()(nil) == nil })
+	testenv.Eventually(t, "the webhook server to listen", func() error { return server.StartedChecker()(nil) })
 	return ws
 }
 
@@ -188,9 +133,9 @@ func restoreWebhooks(t *testing.T) {
 		}
 		// The API server takes a moment to see the change; the next test
 		// must find the control plane's own webhooks working.
-		// (t.Context() is done by now.)
-		waitFor(t, "the control plane's webhooks back", func() bool {
-			return createService(context.Background(), t, client.NewDryRunClient(cp.Client), "default", "probe", "image: vllm") == nil
+		// (t.Context() is done by now; Eventually polls all the same.)
+		testenv.Eventually(t, "the control plane's webhooks back", func() error {
+			return createService(context.Background(), t, client.NewDryRunClient(cp.Client), "default", "probe", "image: vllm")
 		})
 	})
 }
@@ -234,18 +179,6 @@ func update(t *testing.T, key types.NamespacedName, obj client.Object, mutate fu
 	})
 	if err != nil {
 		t.Fatalf("update %s: %v", key.Name, err)
-	}
-}
-
-// waitFor polls cond for up to 30 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // restrictedNamespace enforces the restricted Pod Security Standard: the
@@ -32,7 +34,7 @@ func TestDryRun(t *testing.T) {
 				}
 				for _, o := range objs {
 					if ns := o.GetNamespace(); ns != "" {
-						mustNamespace(t, ns)
+						testenv.EnsureNamespace(t, cp.Client, ns)
 					}
 					if err := dryRun(t, o.DeepCopy()); err != nil {
 						t.Errorf("%s %s/%s rejected: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)

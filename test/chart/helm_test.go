@@ -2,46 +2,17 @@ package chart
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
-
-// helmCmd runs the helm CLI against the control plane. The error carries
-// helm's stderr; stdout is returned.
-func helmCmd(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "helm", args...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// mustHelm is helmCmd that fails the test on an error.
-func mustHelm(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := helmCmd(t.Context(), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // ciValues lists a chart's ci/*-values.yaml files by their short name
 // ("default" for ci/default-values.yaml).
@@ -75,7 +46,7 @@ func templateArgs(chart, valuesFile string, extra ...string) []string {
 // render runs `helm template` and splits the output into objects.
 func render(t *testing.T, args ...string) (string, []*unstructured.Unstructured) {
 	t.Helper()
-	out := mustHelm(t, args...)
+	out := helm.Must(t, args...)
 	return out, split(t, out)
 }
 
@@ -127,22 +98,6 @@ func one(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *un
 		t.Fatalf("%d %s %s in the output, want 1", len(found), kind, name)
 	}
 	return found[0]
-}
-
-func ensureNamespace(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{}
-	ns.Name = name
-	if err := cp.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-func mustNamespace(t *testing.T, name string) {
-	t.Helper()
-	if err := ensureNamespace(t.Context(), name); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // projectVersion is the VERSION file: the charts' version and appVersion and

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // The odh-serving chart's names are cluster-wide (one odh-serving per
@@ -88,7 +90,7 @@ func uninstallOnFailure(t *testing.T, namespace string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
-			_, _ = helmCmd(context.Background(), "uninstall", "odh-serving", "-n", namespace)
+			_, _ = helm.Run(context.Background(), "uninstall", "odh-serving", "-n", namespace)
 		}
 	})
 }
@@ -114,12 +116,12 @@ func userService(t *testing.T, namespace, name string) {
 // user's services.
 func TestInstallControllerMode(t *testing.T) {
 	const ns = "odh-system"
-	mustNamespace(t, ns)
-	mustNamespace(t, "team-a")
+	testenv.EnsureNamespace(t, cp.Client, ns)
+	testenv.EnsureNamespace(t, cp.Client, "team-a")
 	install := append([]string{"odh-serving", chartDir, "-n", ns, "-f", ciValues(t, chartDir)["services"]}, webhookArgs()...)
 	uninstallOnFailure(t, ns)
 
-	notes := mustHelm(t, append([]string{"install"}, install...)...)
+	notes := helm.Must(t, append([]string{"install"}, install...)...)
 	v := projectVersion(t)
 	for _, want := range []string{
 		"odh-serving " + v + " is installed in namespace odh-system.",
@@ -152,7 +154,7 @@ func TestInstallControllerMode(t *testing.T) {
 	checkControllerRights(t, ns)
 	userService(t, ns, "users-own")
 
-	mustHelm(t, append([]string{"upgrade"}, append(install,
+	helm.Must(t, append([]string{"upgrade"}, append(install,
 		"--set", "services.chat.spec.replicas=3", "--set", "presets.config-llm-dp-cpu-simulator.enabled=false")...)...)
 	if got := nested(t, mustExist(t, gvkService, ns, "chat"), "spec", "replicas"); got != 3 {
 		t.Errorf("after the upgrade chat has %d replicas, want 3", got)
@@ -160,7 +162,7 @@ func TestInstallControllerMode(t *testing.T) {
 	mustNotExist(t, gvkPreset, ns, "kserve-config-llm-dp-cpu-simulator")
 	mustExist(t, gvkPreset, ns, "kserve-config-llm-pd-cpu-simulator")
 
-	mustHelm(t, "uninstall", "odh-serving", "-n", ns)
+	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 	mustNotExist(t, gvkDeployment, ns, "odh-serving-controller")
 	mustNotExist(t, gvkVWC, "", "odh-serving-validation")
 	mustNotExist(t, gvkService, ns, "chat") // the release's own services go with it
@@ -173,14 +175,14 @@ func TestInstallControllerMode(t *testing.T) {
 // changes the decode replicas changes the decode Deployment only.
 func TestInstallStaticMode(t *testing.T) {
 	const ns = "odh-static"
-	mustNamespace(t, ns)
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	install := append([]string{"odh-serving", chartDir, "-n", ns, "-f", ciValues(t, chartDir)["static"],
 		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
 		"--post-renderer-args=--namespace=" + ns, "--post-renderer-args=--system-namespace=" + ns,
 		"--post-renderer-args=--cert-mode=cert-manager"}, webhookArgs()...)
 	uninstallOnFailure(t, ns)
 
-	mustHelm(t, append([]string{"install"}, install...)...)
+	helm.Must(t, append([]string{"install"}, install...)...)
 	mustExist(t, gvkService, ns, "chat")
 	decode := mustExist(t, gvkDeployment, ns, "chat-kserve")
 	if got := nested(t, decode, "spec", "replicas"); got != 2 {
@@ -196,7 +198,7 @@ func TestInstallStaticMode(t *testing.T) {
 		}
 	}
 
-	mustHelm(t, append([]string{"upgrade"}, append(install, "--set", "services.chat.spec.replicas=3")...)...)
+	helm.Must(t, append([]string{"upgrade"}, append(install, "--set", "services.chat.spec.replicas=3")...)...)
 	if got := nested(t, mustExist(t, gvkDeployment, ns, "chat-kserve"), "spec", "replicas"); got != 3 {
 		t.Errorf("after the upgrade the decode Deployment has %d replicas, want 3", got)
 	}
@@ -204,7 +206,7 @@ func TestInstallStaticMode(t *testing.T) {
 		t.Errorf("after the upgrade the prefill Deployment has %d replicas, want 1", got)
 	}
 
-	mustHelm(t, "uninstall", "odh-serving", "-n", ns)
+	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 	mustNotExist(t, gvkDeployment, ns, "chat-kserve")
 	mustNotExist(t, gvkService, ns, "chat")
 }
@@ -215,7 +217,7 @@ func TestInstallStaticMode(t *testing.T) {
 // release at the end for the other tests.
 func TestCRDsChartKeepsCRDs(t *testing.T) {
 	const ns = "crd-keep"
-	mustNamespace(t, ns)
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	userService(t, ns, "kept")
 	crdNames := []string{
 		"llminferenceservices.serving.kserve.io", "llminferenceserviceconfigs.serving.kserve.io",
@@ -234,9 +236,9 @@ func TestCRDsChartKeepsCRDs(t *testing.T) {
 	}
 	upgrade := append([]string{"upgrade", crdsRelease, crdsChartDir, "-n", crdsNamespace}, webhookArgs()...)
 
-	mustHelm(t, append(upgrade, "--set", "createGIECRDs=false")...)
+	helm.Must(t, append(upgrade, "--set", "createGIECRDs=false")...)
 	crdsExist("after turning the GIE CRDs off")
-	mustHelm(t, upgrade...) // takes the kept GIE CRDs back
+	helm.Must(t, upgrade...) // takes the kept GIE CRDs back
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := cp.Client.Get(t.Context(), client.ObjectKey{Name: "llminferenceservices.serving.kserve.io"}, crd); err != nil {
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func TestCRDsChartKeepsCRDs(t *testing.T) {
 	// Every group on: Gateway API's and LWS's CRDs exist already (the control
 	// plane installed them), so Helm has to take them over. The release
 	// Secret holds the chart's files too; it must stay under 1 MiB.
-	mustHelm(t, append(upgrade, "--take-ownership", "--set", "createGatewayAPICRDs=true", "--set", "createLWSCRDs=true")...)
+	helm.Must(t, append(upgrade, "--take-ownership", "--set", "createGatewayAPICRDs=true", "--set", "createLWSCRDs=true")...)
 	secrets := &corev1.SecretList{}
 	if err := cp.Client.List(t.Context(), secrets, client.InNamespace(crdsNamespace), client.MatchingLabels{"owner": "helm", "name": crdsRelease}); err != nil {
 		t.Fatal(err)
@@ -262,8 +264,8 @@ func TestCRDsChartKeepsCRDs(t *testing.T) {
 		}
 	}
 
-	mustHelm(t, "uninstall", crdsRelease, "-n", crdsNamespace)
+	helm.Must(t, "uninstall", crdsRelease, "-n", crdsNamespace)
 	crdsExist("after the uninstall")
-	mustHelm(t, append([]string{"install", crdsRelease, crdsChartDir, "-n", crdsNamespace}, webhookArgs()...)...)
+	helm.Must(t, append([]string{"install", crdsRelease, crdsChartDir, "-n", crdsNamespace}, webhookArgs()...)...)
 	crdsExist("after installing again")
 }

@@ -7,18 +7,18 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
@@ -37,9 +37,8 @@ const (
 
 var (
 	cp *controlplane.ControlPlane
-	// env is the environment helm runs with: the control plane's kubeconfig
-	// and private helm folders.
-	env []string
+	// helm runs with the control plane's kubeconfig and private folders.
+	helm *testenv.Helm
 	// binary is odh-serving, built for the post-renderer.
 	binary string
 	// chartArchive and crdsArchive are the packaged charts (`make package`,
@@ -63,17 +62,18 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (code int, err error) {
-	if _, err := exec.LookPath("helm"); err != nil {
-		return 1, fmt.Errorf("helm is not on PATH; run the tests with `make test`, which builds it into bin/: %w", err)
-	}
 	dir, err := os.MkdirTemp("", "odh-serving-chart-test-")
 	if err != nil {
 		return 1, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if helm, err = testenv.NewHelm("helm", dir, kubeconfig); err != nil {
+		return 1, err
+	}
 	binary = filepath.Join(dir, "odh-serving")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/odh-serving").CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("build odh-serving: %w\n%s", err, out)
+	if err := testenv.BuildCommand(context.Background(), "odh-serving", binary); err != nil {
+		return 1, err
 	}
 	if chartArchive, crdsArchive, err = archives(dir); err != nil {
 		return 1, err
@@ -85,49 +85,29 @@ func run(m *testing.M) (code int, err error) {
 		return 1, err
 	}
 	defer func() { err = errors.Join(err, cp.Stop()) }()
-	if err := setUp(dir); err != nil {
+	if err := setUp(kubeconfig); err != nil {
 		return 1, err
 	}
 	return m.Run(), nil
 }
 
-// setUp writes the kubeconfig and helm's folders, moves the control plane's
-// webhook configuration out of the charts' way and installs odh-serving-crds.
-func setUp(dir string) error {
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig); err != nil {
+// setUp writes the kubeconfig, moves the control plane's webhook
+// configuration out of the charts' way and installs odh-serving-crds.
+func setUp(kubeconfig string) error {
+	if err := testenv.WriteKubeconfig(kubeconfig, cp.Config, ""); err != nil {
 		return err
 	}
-	env = append(os.Environ(),
-		"KUBECONFIG="+kubeconfig,
-		"HELM_CACHE_HOME="+filepath.Join(dir, "helm-cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(dir, "helm-config"),
-		"HELM_DATA_HOME="+filepath.Join(dir, "helm-data"),
-	)
 	ctx := context.Background()
 	if err := renameValidation(ctx); err != nil {
 		return err
 	}
-	if err := ensureNamespace(ctx, crdsNamespace); err != nil {
-		return err
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: crdsNamespace}}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", crdsNamespace, err)
 	}
-	out, err := helmCmd(ctx, "install", crdsRelease, crdsArchive, "-n", crdsNamespace, "--wait",
+	out, err := helm.Run(ctx, "install", crdsRelease, crdsArchive, "-n", crdsNamespace, "--wait",
 		"--set", "webhook.externalURL="+webhookURL, "--set", "webhook.caBundle="+webhookCA)
 	if err != nil {
 		return fmt.Errorf("install the odh-serving-crds chart from %s: %w\n%s", crdsArchive, err, out)
-	}
-	return nil
-}
-
-func writeKubeconfig(path string) error {
-	cfg := cp.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func controllerClient(t *testing.T, namespace string) client.Client {
 // webhook CA, and nothing beyond the namespaces it watches.
 func checkControllerRights(t *testing.T, namespace string) {
 	t.Helper()
-	stream := mustHelm(t, "template", "odh-serving", chartDir, "--namespace", namespace, "-f", ciValues(t, chartDir)["services"],
+	stream := helm.Must(t, "template", "odh-serving", chartDir, "--namespace", namespace, "-f", ciValues(t, chartDir)["services"],
 		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
 		"--post-renderer-args=--namespace="+namespace, "--post-renderer-args=--system-namespace="+namespace)
 	c := controllerClient(t, namespace)

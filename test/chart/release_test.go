@@ -2,6 +2,7 @@ package chart
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // previousRelease is the commit of the chart version before this one
@@ -49,11 +52,8 @@ func archives(dir string) (chart, crds string, err error) {
 }
 
 func helmPackage(dest string, charts ...string) error {
-	out, err := exec.Command("helm", append([]string{"package", "--destination", dest}, charts...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("helm package %s: %w\n%s", strings.Join(charts, " "), err, out)
-	}
-	return nil
+	_, err := helm.Run(context.Background(), append([]string{"package", "--destination", dest}, charts...)...)
+	return err
 }
 
 // builtImage is the controller image `make image` built, as the archive's
@@ -128,7 +128,7 @@ func controllerImage(t *testing.T, namespace string) string {
 // built: by tag by default, by digest when controller.image.digest pins it.
 func TestInstallFromArchive(t *testing.T) {
 	const ns = "odh-archive"
-	mustNamespace(t, ns)
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	built := imageFromArchive(t)
 	if v := projectVersion(t); built.Tag != v {
 		t.Errorf("the image archive's tag is %s, want the VERSION %s", built.Tag, v)
@@ -137,7 +137,7 @@ func TestInstallFromArchive(t *testing.T) {
 	uninstallOnFailure(t, ns)
 
 	byTag := built.Repository + ":" + built.Tag
-	notes := mustHelm(t, append([]string{"install"}, install...)...)
+	notes := helm.Must(t, append([]string{"install"}, install...)...)
 	if !strings.Contains(notes, "Image: "+byTag+"\n") {
 		t.Errorf("NOTES do not name the image %s:\n%s", byTag, notes)
 	}
@@ -148,18 +148,18 @@ func TestInstallFromArchive(t *testing.T) {
 		Chart      string `json:"chart"`
 		AppVersion string `json:"app_version"`
 	}
-	if err := json.Unmarshal([]byte(mustHelm(t, "list", "-n", ns, "-o", "json")), &releases); err != nil {
+	if err := json.Unmarshal([]byte(helm.Must(t, "list", "-n", ns, "-o", "json")), &releases); err != nil {
 		t.Fatal(err)
 	}
 	if len(releases) != 1 || releases[0].Chart != "odh-serving-"+built.Tag || releases[0].AppVersion != built.Tag {
 		t.Errorf("helm list: %+v, want chart odh-serving-%s, app version %s", releases, built.Tag, built.Tag)
 	}
 
-	mustHelm(t, append([]string{"upgrade"}, append(install, "--set", "controller.image.digest="+built.Digest)...)...)
+	helm.Must(t, append([]string{"upgrade"}, append(install, "--set", "controller.image.digest="+built.Digest)...)...)
 	if got, want := controllerImage(t, ns), built.Repository+"@"+built.Digest; got != want {
 		t.Errorf("pinned by digest, the controller runs %s, want %s", got, want)
 	}
-	mustHelm(t, "uninstall", "odh-serving", "-n", ns)
+	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 }
 
 // previousArchives packages the charts of previousRelease from git.
@@ -237,8 +237,8 @@ func customResources(t *testing.T) map[string]string {
 // and the controller runs this version's image.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	const ns = "odh-upgrade"
-	mustNamespace(t, ns)
-	mustNamespace(t, "team-a")
+	testenv.EnsureNamespace(t, cp.Client, ns)
+	testenv.EnsureNamespace(t, cp.Client, "team-a")
 	prevChart, prevCRDs := previousArchives(t)
 	crdsUpgrade := func(archive string) []string {
 		return append([]string{"upgrade", crdsRelease, archive, "-n", crdsNamespace}, webhookArgs()...)
@@ -246,16 +246,16 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	// Leave the CRDs of this version for the other tests, whatever happens.
 	t.Cleanup(func() {
 		if t.Failed() {
-			_, _ = helmCmd(t.Context(), crdsUpgrade(crdsArchive)...)
+			_, _ = helm.Run(t.Context(), crdsUpgrade(crdsArchive)...)
 		}
 	})
 	uninstallOnFailure(t, ns)
 
-	mustHelm(t, crdsUpgrade(prevCRDs)...)
+	helm.Must(t, crdsUpgrade(prevCRDs)...)
 	release := func(verb, archive string) []string {
 		return append([]string{verb, "odh-serving", archive, "-n", ns, "-f", ciValues(t, chartDir)["services"]}, webhookArgs()...)
 	}
-	mustHelm(t, release("install", prevChart)...)
+	helm.Must(t, release("install", prevChart)...)
 	userService(t, ns, "users-own")
 	userPreset := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"name": "team-h100", "namespace": ns},
@@ -270,8 +270,8 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		t.Fatalf("%d custom resources before the upgrade, want at least 18: %v", len(before), before)
 	}
 
-	mustHelm(t, crdsUpgrade(crdsArchive)...)
-	mustHelm(t, release("upgrade", chartArchive)...)
+	helm.Must(t, crdsUpgrade(crdsArchive)...)
+	helm.Must(t, release("upgrade", chartArchive)...)
 	after := customResources(t)
 	for key, uid := range before {
 		if after[key] != uid {
@@ -288,5 +288,5 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if got, want := controllerImage(t, ns), built.Repository+":"+built.Tag; got != want {
 		t.Errorf("after the upgrade the controller runs %s, want %s", got, want)
 	}
-	mustHelm(t, "uninstall", "odh-serving", "-n", ns)
+	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 }

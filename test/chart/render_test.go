@@ -28,7 +28,7 @@ func TestLint(t *testing.T) {
 		values := ciValues(t, chart)
 		for _, name := range slices.Sorted(maps.Keys(values)) {
 			t.Run(filepath.Base(chart)+"/"+name, func(t *testing.T) {
-				out := mustHelm(t, "lint", "--strict", chart, "-f", values[name])
+				out := helm.Must(t, "lint", "--strict", chart, "-f", values[name])
 				if !strings.Contains(out, "0 chart(s) failed") {
 					t.Errorf("helm lint:\n%s", out)
 				}
@@ -44,7 +44,7 @@ func TestTemplateGolden(t *testing.T) {
 	values := ciValues(t, chartDir)
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		t.Run("odh-serving/"+name, func(t *testing.T) {
-			out := mustHelm(t, templateArgs(chartDir, values[name])...)
+			out := helm.Must(t, templateArgs(chartDir, values[name])...)
 			golden.Assert(t, filepath.Join("testdata", "odh-serving", name+".yaml"), []byte(out))
 		})
 	}
@@ -82,8 +82,8 @@ func TestDeterministic(t *testing.T) {
 		values := ciValues(t, chart)
 		for _, name := range slices.Sorted(maps.Keys(values)) {
 			t.Run(filepath.Base(chart)+"/"+name, func(t *testing.T) {
-				first := mustHelm(t, templateArgs(chart, values[name])...)
-				second := mustHelm(t, templateArgs(chart, values[name])...)
+				first := helm.Must(t, templateArgs(chart, values[name])...)
+				second := helm.Must(t, templateArgs(chart, values[name])...)
 				if first != second {
 					t.Errorf("two renders differ:\n%s", cmp.Diff(first, second))
 				}
@@ -179,7 +179,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			for _, cmd := range [][]string{templateArgs(chartDir, "", "--set", tc.set), {"lint", chartDir, "--set", tc.set}} {
-				out, err := helmCmd(t.Context(), cmd...)
+				out, err := helm.Run(t.Context(), cmd...)
 				if err == nil || !strings.Contains(out+err.Error(), tc.want) {
 					t.Errorf("helm %s: got %v\n%s\nwant an error containing %q", cmd[0], err, out, tc.want)
 				}
@@ -190,7 +190,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 
 // TestTemplateErrors covers what the schema cannot express.
 func TestTemplateErrors(t *testing.T) {
-	_, err := helmCmd(t.Context(), templateArgs(chartDir, "", "--set", "extraImages.vllm=x")...)
+	_, err := helm.Run(t.Context(), templateArgs(chartDir, "", "--set", "extraImages.vllm=x")...)
 	if want := "extraImages.vllm: vllm is a shipped image key; set images.vllm instead"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want an error containing %q", err, want)
 	}

@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"bufio"
@@ -16,7 +16,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -25,6 +24,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // BenchmarkConverge creates prefill/decode services against the local API
@@ -52,17 +52,16 @@ func converge(b *testing.B, n int) {
 	ctx := context.Background()
 	resetPeakRSS()
 	runtime.GC()
-	e := &env{t: b, c: cp.Client, rec: &recorder{}}
-	e.ns = newNamespace(b, "bench")
-	e.sys = newNamespace(b, "benchsys")
+	e := &env{t: b, c: cp.Client, rec: &testenv.Recorder{}}
+	e.ns = testenv.NewNamespace(b, cp.Client, "bench")
+	e.sys = testenv.NewNamespace(b, cp.Client, "benchsys")
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.opts = controller.Options{
 		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MaxConcurrentReconciles: benchWorkers(),
 	}
 	perService, kinds := childrenOf(b, e.sys)
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = e.rec.wrap
+	cfg := e.rec.Config(cp.Config)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- controller.Run(runCtx, cfg, e.opts) }()
@@ -93,17 +92,17 @@ func converge(b *testing.B, n int) {
 	took := time.Since(began)
 	cpu, servers := processCPU()-cpuBefore, childrenCPU(b)-serversBefore
 	b.StopTimer()
-	writesAtChildren := e.rec.count()
+	writesAtChildren := e.rec.Count()
 
 	// Settled: no write for a few seconds.
-	last, quiet := e.rec.count(), time.Now()
+	last, quiet := e.rec.Count(), time.Now()
 	for time.Since(quiet) < 3*time.Second {
 		time.Sleep(500 * time.Millisecond)
-		if c := e.rec.count(); c != last {
+		if c := e.rec.Count(); c != last {
 			last, quiet = c, time.Now()
 		}
 	}
-	settled := e.rec.count()
+	settled := e.rec.Count()
 
 	// A full resync: every service is touched (an annotation the engine
 	// does not propagate) and so reconciled; none of it should write.
@@ -118,7 +117,7 @@ func converge(b *testing.B, n int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
-	steady := e.rec.count() - settled
+	steady := e.rec.Count() - settled
 	steadyReconciles := reconciles(b) - reconciledBefore
 
 	b.ReportMetric(took.Seconds(), "s-to-children")

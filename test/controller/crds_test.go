@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // installCRD creates crd (when missing) and waits until it is established.
@@ -23,7 +24,7 @@ func installCRD(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
 	if err := cp.Client.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		tb.Fatalf("create CRD %s: %v", crd.Name, err)
 	}
-	eventually(tb, "CRD "+crd.Name+" is established", func() error {
+	testenv.Eventually(tb, "CRD "+crd.Name+" is established", func() error {
 		got := &apiextensionsv1.CustomResourceDefinition{}
 		if err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 			return err
@@ -52,7 +53,7 @@ func TestCRDAppearsAfterStart(t *testing.T) {
 	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the LWS CRD is gone", func() error {
+	testenv.Eventually(t, "the LWS CRD is gone", func() error {
 		err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -88,7 +89,7 @@ spec:
 		t.Error("children were applied for a service whose CRD is missing")
 	}
 	// The controller goes on with what it can do.
-	eventually(t, "service sim is Ready", func() error {
+	testenv.Eventually(t, "service sim is Ready", func() error {
 		e.simulateWorkloads(false)
 		e.simulateRoutes()
 		e.simulatePools()

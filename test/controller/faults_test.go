@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // childGVKs are every kind the engine renders, listed by its labels.
@@ -163,7 +164,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	e := &env{t: t, c: plane.Client, rec: &recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
+	e := &env{t: t, c: plane.Client, rec: &testenv.Recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
 	for _, ns := range []string{e.ns, e.sys} {
 		e.must(e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
@@ -186,9 +187,9 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 	// Stop as soon as the controller has started writing children, so
 	// reconciles are in flight.
-	eventually(t, "the controller writes", func() error {
-		if e.rec.count() < 3 {
-			return fmt.Errorf("%d writes", e.rec.count())
+	testenv.Eventually(t, "the controller writes", func() error {
+		if e.rec.Count() < 3 {
+			return fmt.Errorf("%d writes", e.rec.Count())
 		}
 		return nil
 	})
@@ -196,19 +197,19 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	if err := plane.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	stopped, writesWhenStopped := time.Now(), e.rec.count()
+	stopped, writesWhenStopped := time.Now(), e.rec.Count()
 	time.Sleep(3 * time.Second)
 	if err := plane.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
 	t.Logf("the API server took %v to stop, was down %v; the controller tried %d writes meanwhile",
-		stopped.Sub(stopping).Round(time.Millisecond), restarted.Sub(stopped).Round(time.Millisecond), e.rec.count()-writesWhenStopped)
+		stopped.Sub(stopping).Round(time.Millisecond), restarted.Sub(stopped).Round(time.Millisecond), e.rec.Count()-writesWhenStopped)
 
 	// Right after: delete one, take the router from another. Healthy is
 	// not yet serving every resource: retry until the delete goes through.
 	var deleted *v1alpha2.LLMInferenceService
-	eventually(t, "delete service pd-1", func() error {
+	testenv.Eventually(t, "delete service pd-1", func() error {
 		deleted = &v1alpha2.LLMInferenceService{}
 		if err := e.c.Get(ctx, clientKey(e.ns, "pd-1"), deleted); err != nil {
 			return err
@@ -218,7 +219,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	e.update("sim-1", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
 	names = slices.DeleteFunc(names, func(n string) bool { return n == "pd-1" })
 
-	eventually(t, "the deleted service is gone", func() error {
+	testenv.Eventually(t, "the deleted service is gone", func() error {
 		err := e.c.Get(ctx, clientKey(e.ns, "pd-1"), &v1alpha2.LLMInferenceService{})
 		if err == nil {
 			return fmt.Errorf("still there")
@@ -232,7 +233,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 	for _, name := range names {
 		e.waitReady(name)
-		eventually(t, "children of "+name, func() error { return e.childrenMatch(name) })
+		testenv.Eventually(t, "children of "+name, func() error { return e.childrenMatch(name) })
 	}
 	if got := e.liveChildren("sim-1"); slices.ContainsFunc(got, func(c liveChild) bool { return strings.HasPrefix(c.key, "HTTPRoute/") }) {
 		t.Errorf("sim-1 kept its route after losing its router: %v", got)
@@ -261,9 +262,9 @@ func (e *env) decode(doc string) *v1alpha2.LLMInferenceService {
 func (e *env) assertSteadyState() {
 	e.t.Helper()
 	time.Sleep(2 * time.Second)
-	before, reconciledBefore := e.rec.count(), reconciles(e.t)
+	before, reconciledBefore := e.rec.Count(), reconciles(e.t)
 	time.Sleep(5 * time.Second)
-	if writes := e.rec.since(before); len(writes) > 0 {
+	if writes := e.rec.Since(before); len(writes) > 0 {
 		e.t.Errorf("steady state wrote %d times, want 0:\n%v", len(writes), writes)
 	}
 	if n := reconciles(e.t) - reconciledBefore; n < 6 {

@@ -1,15 +1,11 @@
-package controller
+package controllertest
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"regexp"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +29,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func init() {
@@ -44,67 +41,13 @@ func init() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
 }
 
-// recorder counts the write requests (POST, PUT, PATCH, DELETE) a
-// controller sends, and can fail chosen ones with a conflict.
-type recorder struct {
-	mu     sync.Mutex
-	writes []string
-	// conflict, when set, is asked about each write; true answers 409.
-	conflict func(method, path string) bool
-}
-
-func (r *recorder) wrap(next http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		switch req.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		default:
-			return next.RoundTrip(req)
-		}
-		r.mu.Lock()
-		r.writes = append(r.writes, req.Method+" "+req.URL.Path)
-		fail := r.conflict != nil && r.conflict(req.Method, req.URL.Path)
-		r.mu.Unlock()
-		if fail {
-			body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected conflict","reason":"Conflict","code":409}`
-			return &http.Response{
-				StatusCode: http.StatusConflict, Status: "409 Conflict", Request: req,
-				Header: http.Header{"Content-Type": []string{"application/json"}},
-				Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
-			}, nil
-		}
-		return next.RoundTrip(req)
-	})
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.writes)
-}
-
-func (r *recorder) since(n int) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.writes[n:]...)
-}
-
-func (r *recorder) setConflict(f func(method, path string) bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.conflict = f
-}
-
 // env is one test's controller, namespace and system namespace.
 type env struct {
 	t    testing.TB
 	ns   string
 	sys  string
 	c    client.Client
-	rec  *recorder
+	rec  *testenv.Recorder
 	opts controller.Options
 	stop func()
 	// poolFilter, when set, limits the pools simulatePools accepts.
@@ -117,32 +60,13 @@ type env struct {
 	images  map[string]string
 }
 
-var nsSeq atomic.Int64
-
-var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
-
-// newNamespace creates a namespace named after the test.
-func newNamespace(tb testing.TB, prefix string) string {
-	tb.Helper()
-	base := nonDNS.ReplaceAllString(strings.ToLower(tb.Name()), "-")
-	if len(base) > 30 {
-		base = base[:30]
-	}
-	name := strings.Trim(fmt.Sprintf("%s-%s-%d", prefix, base, nsSeq.Add(1)), "-")
-	name = strings.ReplaceAll(name, "--", "-")
-	if err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		tb.Fatalf("create namespace %s: %v", name, err)
-	}
-	return name
-}
-
 // start runs a controller for a new namespace, with a new system
 // namespace that holds the ingress gateway.
 func start(t *testing.T, mods ...func(*controller.Options)) *env {
 	t.Helper()
-	e := &env{t: t, c: cp.Client, rec: &recorder{}}
-	e.ns = newNamespace(t, "t")
-	e.sys = newNamespace(t, "sys")
+	e := &env{t: t, c: cp.Client, rec: &testenv.Recorder{}}
+	e.ns = testenv.NewNamespace(t, cp.Client, "t")
+	e.sys = testenv.NewNamespace(t, cp.Client, "sys")
 	e.opts = controller.Options{
 		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
@@ -194,8 +118,7 @@ func (e *env) run() {
 	if e.cfg != nil {
 		base = e.cfg
 	}
-	cfg := rest.CopyConfig(base)
-	cfg.WrapTransport = e.rec.wrap
+	cfg := e.rec.Config(base)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controller.Run(ctx, cfg, e.opts) }()
@@ -209,28 +132,6 @@ func (e *env) run() {
 		})
 	}
 	e.t.Cleanup(e.stop)
-}
-
-// eventually retries check until it passes or 30 seconds have gone.
-func eventually(tb testing.TB, what string, check func() error) {
-	tb.Helper()
-	within(tb, 30*time.Second, what, check)
-}
-
-// within retries check until it passes or timeout has gone.
-func within(tb testing.TB, timeout time.Duration, what string, check func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // create decodes a YAML service or preset into the test namespace.
@@ -300,7 +201,7 @@ func (e *env) exists(obj client.Object, name string) bool {
 func (e *env) waitExists(obj func() client.Object, names ...string) {
 	e.t.Helper()
 	for _, n := range names {
-		eventually(e.t, fmt.Sprintf("%T %s exists", obj(), n), func() error {
+		testenv.Eventually(e.t, fmt.Sprintf("%T %s exists", obj(), n), func() error {
 			if !e.exists(obj(), n) {
 				return fmt.Errorf("not found")
 			}
@@ -312,7 +213,7 @@ func (e *env) waitExists(obj func() client.Object, names ...string) {
 func (e *env) waitGone(obj func() client.Object, names ...string) {
 	e.t.Helper()
 	for _, n := range names {
-		eventually(e.t, fmt.Sprintf("%T %s is deleted", obj(), n), func() error {
+		testenv.Eventually(e.t, fmt.Sprintf("%T %s is deleted", obj(), n), func() error {
 			if e.exists(obj(), n) {
 				return fmt.Errorf("still there")
 			}
@@ -330,7 +231,7 @@ func cond(svc *v1alpha2.LLMInferenceService, t string) *metav1.Condition {
 func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reason string) *v1alpha2.LLMInferenceService {
 	e.t.Helper()
 	var svc *v1alpha2.LLMInferenceService
-	eventually(e.t, fmt.Sprintf("service %s condition %s=%s %s", name, t, status, reason), func() error {
+	testenv.Eventually(e.t, fmt.Sprintf("service %s condition %s=%s %s", name, t, status, reason), func() error {
 		svc = e.service(name)
 		c := cond(svc, t)
 		switch {
@@ -488,7 +389,7 @@ func (e *env) simulatePools() {
 func (e *env) waitReady(name string) *v1alpha2.LLMInferenceService {
 	e.t.Helper()
 	var svc *v1alpha2.LLMInferenceService
-	eventually(e.t, "service "+name+" is Ready", func() error {
+	testenv.Eventually(e.t, "service "+name+" is Ready", func() error {
 		e.simulate()
 		svc = e.service(name)
 		c := cond(svc, v1alpha2.ConditionReady)

@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestChildDeletedOrEditedByHand: a deleted child comes back, a hand edit
@@ -30,7 +31,7 @@ func TestChildDeletedOrEditedByHand(t *testing.T) {
 	d := &appsv1.Deployment{}
 	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, d))
 	e.must(e.c.Delete(ctx, d))
-	eventually(t, "the Deployment comes back", func() error {
+	testenv.Eventually(t, "the Deployment comes back", func() error {
 		again := &appsv1.Deployment{}
 		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve"}, again); err != nil {
 			return err
@@ -45,7 +46,7 @@ func TestChildDeletedOrEditedByHand(t *testing.T) {
 	crb := &rbacv1.ClusterRoleBinding{}
 	e.must(e.c.Get(ctx, client.ObjectKey{Name: e.ns + "-sim-epp-auth-rb"}, crb))
 	e.must(e.c.Delete(ctx, crb))
-	eventually(t, "the ClusterRoleBinding comes back", func() error {
+	testenv.Eventually(t, "the ClusterRoleBinding comes back", func() error {
 		again := &rbacv1.ClusterRoleBinding{}
 		if err := e.c.Get(ctx, client.ObjectKey{Name: crb.Name}, again); err != nil {
 			return err
@@ -61,7 +62,7 @@ func TestChildDeletedOrEditedByHand(t *testing.T) {
 	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-workload-svc"}, svc))
 	svc.Spec.Selector["llm-d.ai/role"] = "prefill"
 	e.must(e.c.Update(ctx, svc))
-	eventually(t, "the hand edit is undone", func() error {
+	testenv.Eventually(t, "the hand edit is undone", func() error {
 		again := &corev1.Service{}
 		e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-workload-svc"}, again))
 		if got := again.Spec.Selector["llm-d.ai/role"]; got != "both" {
@@ -116,7 +117,7 @@ func TestForeignObjectsUntouched(t *testing.T) {
 func TestConflictRetried(t *testing.T) {
 	e := startWithGateway(t)
 	failed := 0
-	e.rec.setConflict(func(method, path string) bool {
+	e.rec.SetConflict(func(method, path string) bool {
 		if method == "PATCH" && strings.HasSuffix(path, "/llminferenceservices/sim/status") && failed < 3 {
 			failed++
 			return true
@@ -125,7 +126,7 @@ func TestConflictRetried(t *testing.T) {
 	})
 	e.create(simulator)
 	e.waitReady("sim")
-	e.rec.setConflict(nil)
+	e.rec.SetConflict(nil)
 	if failed != 3 {
 		t.Errorf("%d status writes failed, want 3", failed)
 	}
@@ -159,7 +160,7 @@ spec:
 	e.must(e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "team-preset"}, cfg))
 	cfg.Spec.Template.Containers[0].Env[0].Value = "2"
 	e.must(e.c.Update(context.Background(), cfg))
-	eventually(t, "the baseRef change reaches its user", func() error {
+	testenv.Eventually(t, "the baseRef change reaches its user", func() error {
 		if env := mainEnv(e, "user-kserve", "TEAM"); env != "2" {
 			return fmt.Errorf("TEAM = %q", env)
 		}
@@ -176,7 +177,7 @@ spec:
 	route.Namespace = e.sys
 	route.Spec.Router.Route.HTTP.Spec.Hostnames = append(route.Spec.Router.Route.HTTP.Spec.Hostnames, "preset.example.com")
 	e.must(e.c.Create(context.Background(), route))
-	eventually(t, "the system preset reaches the route", func() error {
+	testenv.Eventually(t, "the system preset reaches the route", func() error {
 		if h := e.route("user-kserve-route").Spec.Hostnames; len(h) != 1 || h[0] != "preset.example.com" {
 			return fmt.Errorf("hostnames %v", h)
 		}
@@ -216,7 +217,7 @@ func TestDeleteCleansUp(t *testing.T) {
 	}
 	e.must(e.c.Delete(context.Background(), e.service("sim")))
 	e.waitGone(clusterBinding, auth)
-	eventually(t, "the service is gone", func() error {
+	testenv.Eventually(t, "the service is gone", func() error {
 		err := e.c.Get(context.Background(), clientKey(e.ns, "sim"), &v1alpha2.LLMInferenceService{})
 		if err == nil {
 			return fmt.Errorf("still there")

@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func freeAddress(t *testing.T) string {
@@ -49,7 +50,7 @@ func TestManagerEndpoints(t *testing.T) {
 	e.waitReady("sim")
 	e.waitCondition("sim", "InferencePoolMigrated", metav1.ConditionTrue, "")
 	for _, path := range []string{"/healthz", "/readyz"} {
-		eventually(t, path+" answers 200", func() error {
+		testenv.Eventually(t, path+" answers 200", func() error {
 			code, body, err := get("http://" + probes + path)
 			if err == nil && code != http.StatusOK {
 				err = fmt.Errorf("%d %s", code, body)

@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func deployment() client.Object     { return &appsv1.Deployment{} }
@@ -158,14 +159,14 @@ func TestExternalPoolRef(t *testing.T) {
           name: platform-pool
 `))
 	e.waitExists(route, "shared-kserve-route")
-	eventually(t, "route backends go to the referenced pool", func() error {
+	testenv.Eventually(t, "route backends go to the referenced pool", func() error {
 		got := backendNames(e.route("shared-kserve-route"))
 		if !slices.Contains(got, "inference.networking.k8s.io/InferencePool/platform-pool") || slices.ContainsFunc(got, func(s string) bool { return s == "inference.networking.k8s.io/InferencePool/shared-inference-pool" }) {
 			return fmt.Errorf("backends %v", got)
 		}
 		return nil
 	})
-	eventually(t, "only the referenced pool counts", func() error {
+	testenv.Eventually(t, "only the referenced pool counts", func() error {
 		e.simulate()
 		c := cond(e.service("shared"), "InferencePoolReady")
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "InferencePoolNotReady" {

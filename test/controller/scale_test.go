@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // scaleServices is how many services TestScaleConcurrentReconciles runs.
@@ -42,7 +43,7 @@ func TestScaleConcurrentReconciles(t *testing.T) {
 	})
 	created := time.Since(began)
 
-	within(t, 3*time.Minute, "every service has the children the engine renders", func() error {
+	testenv.Within(t, 3*time.Minute, "every service has the children the engine renders", func() error {
 		err := e.allChildrenMatch()
 		if err != nil {
 			time.Sleep(time.Second) // as below
@@ -51,7 +52,7 @@ func TestScaleConcurrentReconciles(t *testing.T) {
 	})
 	converged := time.Since(began)
 
-	within(t, 3*time.Minute, "every service is Ready", func() error {
+	testenv.Within(t, 3*time.Minute, "every service is Ready", func() error {
 		e.simulate()
 		err := e.allReady()
 		if err != nil {
@@ -67,16 +68,16 @@ func TestScaleConcurrentReconciles(t *testing.T) {
 	// annotation the engine does not propagate) and so reconciled once
 	// more; none of that may write.
 	e.waitQuiet(3 * time.Second)
-	before, reconciledBefore := e.rec.count(), reconciles(t)
+	before, reconciledBefore := e.rec.Count(), reconciles(t)
 	touch(t, e.c, e.ns, names)
-	within(t, time.Minute, "every service is reconciled again", func() error {
+	testenv.Within(t, time.Minute, "every service is reconciled again", func() error {
 		if n := reconciles(t) - reconciledBefore; n < scaleServices {
 			return fmt.Errorf("%v reconciles", n)
 		}
 		return nil
 	})
 	time.Sleep(2 * time.Second)
-	if writes := e.rec.since(before); len(writes) > 0 {
+	if writes := e.rec.Since(before); len(writes) > 0 {
 		t.Errorf("steady state wrote %d times over %v reconciles, want 0:\n%v", len(writes), reconciles(t)-reconciledBefore, writes)
 	}
 	t.Logf("%d services: created in %v, children in %v, Ready in %v; %d writes by the controller; %v reconciles in steady state, 0 writes",
@@ -124,9 +125,9 @@ func (e *env) allReady() error {
 // waitQuiet waits until the controller has sent no write for quiet.
 func (e *env) waitQuiet(quiet time.Duration) {
 	e.t.Helper()
-	last, since := e.rec.count(), time.Now()
-	within(e.t, 2*time.Minute, "the controller stops writing", func() error {
-		if c := e.rec.count(); c != last {
+	last, since := e.rec.Count(), time.Now()
+	testenv.Within(e.t, 2*time.Minute, "the controller stops writing", func() error {
+		if c := e.rec.Count(); c != last {
 			last, since = c, time.Now()
 		}
 		if time.Since(since) < quiet {

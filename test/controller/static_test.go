@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestStaticMode: Helm made the children (here: the test, in phase dual);
@@ -36,7 +37,7 @@ func TestStaticMode(t *testing.T) {
 		e.must(e.c.Create(ctx, u, client.FieldOwner("helm")))
 	}
 
-	eventually(t, "the route moves to v1", func() error {
+	testenv.Eventually(t, "the route moves to v1", func() error {
 		e.simulate()
 		rt := e.route("sim-kserve-route")
 		if w := poolWeights(rt); !slices.Equal(w["inference.networking.k8s.io"], []int32{100}) {

@@ -1,40 +1,21 @@
-package controller
+package controllertest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"text/tabwriter"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
-
-// kubeconfig writes a kubeconfig for the control plane's administrator.
-func kubeconfig(t *testing.T, namespace string) string {
-	t.Helper()
-	cfg := cp.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: namespace}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestStatusCommand prints services whose status is written here (no
 // controller runs for these namespaces, whose names are fixed so the
@@ -42,9 +23,7 @@ func kubeconfig(t *testing.T, namespace string) string {
 func TestStatusCommand(t *testing.T) {
 	ctx := context.Background()
 	for _, ns := range []string{"status-cli-a", "status-cli-b"} {
-		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		testenv.EnsureNamespace(t, cp.Client, ns)
 	}
 	ready := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
 		return []metav1.Condition{{Type: "Ready", Status: status, Reason: reason, LastTransitionTime: metav1.Now()}}
@@ -89,7 +68,7 @@ func TestStatusCommand(t *testing.T) {
 		}
 		return out.String()
 	}
-	kc := kubeconfig(t, "status-cli-a")
+	kc := testenv.Kubeconfig(t, cp.Config, "status-cli-a")
 	golden.Assert(t, "testdata/status-namespace.txt", []byte(run("status", "--kubeconfig", kc)))
 	golden.Assert(t, "testdata/status-namespace-b.txt", []byte(run("status", "--kubeconfig", kc, "-n", "status-cli-b")))
 	// Other tests' services are in the list too, and widen its columns:

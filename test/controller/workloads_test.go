@@ -1,4 +1,4 @@
-package controller
+package controllertest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func lws() client.Object { return &lwsv1.LeaderWorkerSet{} }
@@ -73,7 +74,7 @@ func TestMultiNodeAndPrefill(t *testing.T) {
 	}
 
 	// Everything but the LeaderWorkerSets is ready: the service is not.
-	eventually(t, "not Ready while the LeaderWorkerSets are not available", func() error {
+	testenv.Eventually(t, "not Ready while the LeaderWorkerSets are not available", func() error {
 		e.simulateWorkloads(false)
 		e.simulateRoutes()
 		e.simulatePools()

@@ -1,7 +1,7 @@
 // Package controlplane starts a real kube-apiserver and etcd (through
 // controller-runtime's envtest) with every CRD odh-serving works with and
 // with odh-serving's own webhooks served in-process. Integration tests start
-// one per test package in TestMain.
+// one per test package in TestMain, through test/testenv.Main.
 //
 // The binaries come from KUBEBUILDER_ASSETS, which `make test` points at the
 // build of hack/setup-test-assets.sh. A missing variable is an error, never a

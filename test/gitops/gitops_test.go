@@ -16,6 +16,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 const page = "../../docs/gitops.md"
@@ -264,13 +265,10 @@ func TestPluginGenerate(t *testing.T) {
 // toolsPath returns a PATH with helm and a fresh odh-serving first.
 func toolsPath(t *testing.T) string {
 	t.Helper()
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is not on PATH; run with PATH=\"$(bash hack/setup-test-assets.sh):$PATH\": %v", err)
-	}
+	helm := testenv.HelmFor(t, "helm", "").Path
 	dir := t.TempDir()
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "odh-serving"), "../../cmd/odh-serving").CombinedOutput(); err != nil {
-		t.Fatalf("build odh-serving: %v\n%s", err, out)
+	if err := testenv.BuildCommand(t.Context(), "odh-serving", filepath.Join(dir, "odh-serving")); err != nil {
+		t.Fatal(err)
 	}
 	return dir + string(os.PathListSeparator) + filepath.Dir(helm) + string(os.PathListSeparator) + os.Getenv("PATH")
 }
@@ -320,14 +318,8 @@ func helmTemplate(t *testing.T, app *application) []byte {
 	if err := os.WriteFile(file, values, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), "helm", "template", app.Spec.Source.Helm.ReleaseName,
-		filepath.Join("..", "..", app.Spec.Source.Path), "--namespace", app.Spec.Destination.Namespace, "--values", file)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm template with the valuesObject of %s: %v\n%s", app.Metadata.Name, err, stderr.String())
-	}
-	return stdout.Bytes()
+	return []byte(testenv.HelmFor(t, "helm", "").Must(t, "template", app.Spec.Source.Helm.ReleaseName,
+		filepath.Join("..", "..", app.Spec.Source.Path), "--namespace", app.Spec.Destination.Namespace, "--values", file))
 }
 
 func objects(t *testing.T, stream []byte) []*unstructured.Unstructured {

@@ -4,14 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestMigrationOwnsAllRules shows on a real API server why docs/gitops.md
@@ -21,9 +20,7 @@ import (
 // spec.rules, because Gateway API makes the list atomic.
 func TestMigrationOwnsAllRules(t *testing.T) {
 	const ns = "gitops-routes"
-	if err := cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	pool := func(group string, weight int64) map[string]any {
 		return map[string]any{"group": group, "kind": "InferencePool", "name": "chat-inference-pool", "port": int64(8000), "weight": weight}
 	}

@@ -17,17 +17,8 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
-
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}
-	if err := cp.Client.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns.Name
-}
 
 func readObject(t *testing.T, file, namespace string) *unstructured.Unstructured {
 	t.Helper()
@@ -82,7 +73,7 @@ func TestIntegrationKServeManifestsApply(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no KServe examples found: %v", err)
 	}
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, cp.Client, "it")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			obj := readObject(t, file, ns)
@@ -104,7 +95,7 @@ func TestIntegrationKServeManifestsApply(t *testing.T) {
 // TestIntegrationConversionV1alpha1ToV1alpha2 writes v1alpha1 and checks the
 // stored v1alpha2 form field by field.
 func TestIntegrationConversionV1alpha1ToV1alpha2(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, cp.Client, "it")
 	obj := readObject(t, "testdata/kserve/prefill-decode.yaml", ns)
 	if err := cp.Client.Create(t.Context(), obj); err != nil {
 		t.Fatalf("create: %v", err)
@@ -140,7 +131,7 @@ func TestIntegrationConversionV1alpha1ToV1alpha2(t *testing.T) {
 // with three target ports, edits the object through v1alpha1, and checks that
 // the ports survive.
 func TestIntegrationConversionKeepsV1alpha2OnlyFields(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, cp.Client, "it")
 	hub := &v1alpha2.LLMInferenceService{
 		ObjectMeta: metav1.ObjectMeta{Name: "multi-port", Namespace: ns},
 		Spec: v1alpha2.LLMInferenceServiceSpec{Router: &v1alpha2.RouterSpec{Scheduler: &v1alpha2.SchedulerSpec{Pool: &v1alpha2.InferencePoolSpec{Spec: &v1alpha2.PoolSpec{
@@ -180,7 +171,7 @@ func ptrTo[T any](v T) *T { return &v }
 // server, in the version each case names, and checks the message and that
 // nothing was created.
 func TestIntegrationWebhookRejects(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, cp.Client, "it")
 	tests := map[string]struct {
 		yaml string
 		want string
@@ -320,7 +311,7 @@ spec: {}`,
 // TestIntegrationWebhookRejectsGroupResize checks the update rule: the size of
 // a multi-node group cannot change, while other edits go through.
 func TestIntegrationWebhookRejectsGroupResize(t *testing.T) {
-	ns := newNamespace(t)
+	ns := testenv.NewNamespace(t, cp.Client, "it")
 	svc := &v1alpha2.LLMInferenceService{
 		ObjectMeta: metav1.ObjectMeta{Name: "dp", Namespace: ns},
 		Spec: v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,34 +8,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestIntegrationHelmPostRender runs the real helm CLI with odh-serving as
 // its post-renderer in static mode, and applies what comes out to the API
 // server as a server-side dry run.
 func TestIntegrationHelmPostRender(t *testing.T) {
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is not on PATH; run the tests with `make test`: %v", err)
-	}
+	helm := testenv.HelmFor(t, "helm", "")
 	bin := filepath.Join(t.TempDir(), "odh-serving")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../cmd/odh-serving").CombinedOutput(); err != nil {
-		t.Fatalf("build odh-serving: %v\n%s", err, out)
+	if err := testenv.BuildCommand(t.Context(), "odh-serving", bin); err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), helm, "template", "demo", "testdata/chart", "--namespace", "helm-demo",
+	stdout := helm.Must(t, "template", "demo", "testdata/chart", "--namespace", "helm-demo",
 		"--post-renderer", bin,
 		"--post-renderer-args", "post-render", "--post-renderer-args", "--mode=static", "--post-renderer-args", "--namespace=helm-demo")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
-	}
-	docs, err := manifest.Split("helm-output", stdout.Bytes())
+	docs, err := manifest.Split("helm-output", []byte(stdout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
-	ensureNamespace(t, "helm-demo")
+	testenv.EnsureNamespace(t, cp.Client, "helm-demo")
 	for _, d := range docs {
 		kinds[d.Object.GetKind()]++
 		obj := d.Object.DeepCopy()
@@ -53,7 +44,7 @@ func TestIntegrationHelmPostRender(t *testing.T) {
 			t.Errorf("%d %s in the output, want %d (all kinds: %v)", kinds[kind], kind, n, kinds)
 		}
 	}
-	if !strings.Contains(stdout.String(), "--served-model-name=demo-model") {
+	if !strings.Contains(stdout, "--served-model-name=demo-model") {
 		t.Error("the team preset from the chart did not reach the simulator's flags")
 	}
 }

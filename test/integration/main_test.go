@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"os"
 	"testing"
 
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
-
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, &cp)) }
+func TestMain(m *testing.M) { testenv.Main(m, &cp) }

@@ -2,38 +2,21 @@ package integration
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
-
-// writeKubeconfig writes a kubeconfig for the test control plane.
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cp.Config.CertData, ClientKeyData: cp.Config.KeyData, Token: cp.Config.BearerToken}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestIntegrationPresetsListCluster lists presets from the API server and
 // shows which namespace shadows a system preset.
 func TestIntegrationPresetsListCluster(t *testing.T) {
-	team := newNamespace(t)
-	ensureNamespace(t, "opendatahub")
+	team := testenv.NewNamespace(t, cp.Client, "it")
+	testenv.EnsureNamespace(t, cp.Client, "opendatahub")
 	for _, cfg := range []*v1alpha2.LLMInferenceServiceConfig{
 		{ObjectMeta: metav1.ObjectMeta{Name: "kserve-config-llm-template", Namespace: team}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-gpus", Namespace: team}},
@@ -44,7 +27,7 @@ func TestIntegrationPresetsListCluster(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
-	code := cli.Main([]string{"presets", "list", "--kubeconfig", writeKubeconfig(t)}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	code := cli.Main([]string{"presets", "list", "--kubeconfig", testenv.Kubeconfig(t, cp.Config, "")}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}

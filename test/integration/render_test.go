@@ -5,13 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestIntegrationGoldenOutputsApply applies every object of every engine
@@ -41,7 +39,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 			}
 			for _, d := range docs {
 				if ns := d.Object.GetNamespace(); ns != "" {
-					ensureNamespace(t, ns)
+					testenv.EnsureNamespace(t, cp.Client, ns)
 				}
 				obj := d.Object.DeepCopy()
 				err := cp.Client.Patch(t.Context(), obj, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test"), client.ForceOwnership)
@@ -57,7 +55,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 
 	// The same dry run rejects what the v1 InferencePool CRD forbids, so the
 	// acceptances above mean something.
-	ensureNamespace(t, "dry-run-check")
+	testenv.EnsureNamespace(t, cp.Client, "dry-run-check")
 	bad := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
 		"metadata": map[string]any{"name": "no-selector", "namespace": "dry-run-check"},
@@ -69,13 +67,5 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	}}
 	if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
 		t.Error("a v1 InferencePool with an empty selector and no endpoint picker port must be rejected")
-	}
-}
-
-func ensureNamespace(t *testing.T, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := cp.Client.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", name, err)
 	}
 }

@@ -1,4 +1,4 @@
-package migration
+package migrationtest
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 const (
@@ -46,7 +46,7 @@ func TestCRDLifecycle(t *testing.T) {
 		}
 	})
 	ctx := t.Context()
-	c, w := countingClient(t, bare)
+	c, w := testenv.RecordingClient(t, bare.Config, bare.Scheme)
 
 	// Someone else (KServe, say) installed a newer v1alpha2 InferencePool CRD.
 	foreign := loadCRD(t, crdlifecycle.Alpha2PoolCRD)
@@ -56,13 +56,13 @@ func TestCRDLifecycle(t *testing.T) {
 
 	golden.Assert(t, filepath.Join("testdata", "crds-status-before.txt"), []byte(status(t, bare)))
 
-	w.take()
+	w.Take()
 	report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Assert(t, filepath.Join("testdata", "apply-first.txt"), []byte(report.String()))
-	if got := w.take(); len(got) != 2 {
+	if got := w.Take(); len(got) != 2 {
 		t.Errorf("the first apply should write the two missing CRDs, wrote %v", got)
 	}
 	if skipped := report.Skipped(); len(skipped) != 1 || skipped[0].Name != crdlifecycle.Alpha2PoolCRD || skipped[0].Live != "v1.5.0" {
@@ -73,7 +73,7 @@ func TestCRDLifecycle(t *testing.T) {
 
 	t.Run("apply twice writes nothing", func(t *testing.T) {
 		before := resourceVersions(t, c)
-		w.take()
+		w.Take()
 		for range 3 {
 			report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
 			if err != nil {
@@ -85,7 +85,7 @@ func TestCRDLifecycle(t *testing.T) {
 				}
 			}
 		}
-		if got := w.take(); len(got) != 0 {
+		if got := w.Take(); len(got) != 0 {
 			t.Errorf("applying unchanged CRDs made write requests: %v", got)
 		}
 		if after := resourceVersions(t, c); !equalMaps(before, after) {
@@ -99,7 +99,7 @@ func TestCRDLifecycle(t *testing.T) {
 		newer.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "from GIE v1.5.0-rc.2"
 		applyAs(t, c, newer, "gie-installer")
 		rv := get(t, c, v1PoolCRD).ResourceVersion
-		w.take()
+		w.Take()
 		report, err := crdlifecycle.Apply(ctx, c, crdlifecycle.ApplyOptions{Alpha2: true})
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestCRDLifecycle(t *testing.T) {
 		if res.Action != crdlifecycle.ActionSkipped || !strings.Contains(res.Reason, "newer than ours (v1.3.1)") {
 			t.Errorf("got %+v", res)
 		}
-		if got := w.take(); len(got) != 0 {
+		if got := w.Take(); len(got) != 0 {
 			t.Errorf("wrote to a newer CRD: %v", got)
 		}
 		live := get(t, c, v1PoolCRD)
@@ -317,36 +317,27 @@ func equalMaps(a, b map[string]string) bool {
 
 func waitEstablished(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	waitFor(t, "CRD "+name+" established", func() bool {
+	testenv.Eventually(t, "CRD "+name+" established", func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
-			return false
+			return err
 		}
 		for _, cond := range crd.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true
+				return nil
 			}
 		}
-		return false
+		return fmt.Errorf("conditions %v", crd.Status.Conditions)
 	})
 }
 
 func waitGone(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	waitFor(t, "CRD "+name+" deleted", func() bool {
+	testenv.Eventually(t, "CRD "+name+" deleted", func() error {
 		err := c.Get(t.Context(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
-		return apierrors.IsNotFound(err)
-	})
-}
-
-// waitFor polls until ok, for up to 30 seconds.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("still there (%w)", err)
+	})
 }

@@ -1,4 +1,4 @@
-package migration
+package migrationtest
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func init() {
@@ -50,7 +51,7 @@ type flow struct {
 // and, when static, in static mode.
 func startFlow(t *testing.T, grace time.Duration, static bool) *flow {
 	t.Helper()
-	f := &flow{t: t, c: cp.Client, ns: newNamespace(t, cp.Client, "flow"), sys: newNamespace(t, cp.Client, "flow-sys")}
+	f := &flow{t: t, c: cp.Client, ns: testenv.NewNamespace(t, cp.Client, "flow"), sys: testenv.NewNamespace(t, cp.Client, "flow-sys")}
 	f.gateway()
 	opts := controller.Options{
 		Options: engine.Options{SystemNamespace: f.sys}, WatchNamespaces: []string{f.ns}, DisableWebhooks: true,
@@ -146,7 +147,7 @@ func (f *flow) get() *v1alpha2.LLMInferenceService {
 func (f *flow) waitPhase(phase build.Phase, want string) *v1alpha2.LLMInferenceService {
 	f.t.Helper()
 	var svc *v1alpha2.LLMInferenceService
-	eventually(f.t, fmt.Sprintf("phase %s with route weights %s", phase, want), func() error {
+	testenv.Eventually(f.t, fmt.Sprintf("phase %s with route weights %s", phase, want), func() error {
 		svc = f.get()
 		ip := svc.Status.InferencePool
 		if ip == nil || ip.MigrationPhase != string(phase) {
@@ -168,7 +169,7 @@ func (f *flow) waitPhase(phase build.Phase, want string) *v1alpha2.LLMInferenceS
 // contains text: the controller has seen what the test wrote.
 func (f *flow) waitMessage(text string) {
 	f.t.Helper()
-	eventually(f.t, fmt.Sprintf("migration message with %q", text), func() error {
+	testenv.Eventually(f.t, fmt.Sprintf("migration message with %q", text), func() error {
 		c := meta.FindStatusCondition(f.get().Status.Conditions, migration.ConditionMigrated)
 		if c == nil || !strings.Contains(c.Message, text) {
 			return fmt.Errorf("condition %+v", c)
@@ -181,7 +182,7 @@ func (f *flow) waitMessage(text string) {
 // the route's generation plus genOffset (negative: stale).
 func (f *flow) routeStatus(status metav1.ConditionStatus, reason, message string, genOffset int64) {
 	f.t.Helper()
-	eventually(f.t, "route status written", func() error {
+	testenv.Eventually(f.t, "route status written", func() error {
 		rt := &gatewayv1.HTTPRoute{}
 		if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: svcName + "-kserve-route"}, rt); err != nil {
 			return err
@@ -207,7 +208,7 @@ func (f *flow) poolV1Status(status metav1.ConditionStatus) {
 	if status != metav1.ConditionTrue {
 		reason, message = "NotSupported", poolRejected
 	}
-	eventually(f.t, "v1 pool status written", func() error {
+	testenv.Eventually(f.t, "v1 pool status written", func() error {
 		p := &gieapiv1.InferencePool{}
 		if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: svcName + "-inference-pool"}, p); err != nil {
 			return err
@@ -227,22 +228,6 @@ func (f *flow) alpha2PoolExists() bool {
 		f.t.Fatal(err)
 	}
 	return err == nil
-}
-
-// eventually retries check until it passes or 30 seconds have gone.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 const (
@@ -274,7 +259,7 @@ func TestFlowDualToV1ToRetired(t *testing.T) {
 		t.Errorf("route annotations %v", rt.Annotations)
 	}
 	f.waitPhase(build.PhaseRetired, retiredWeights)
-	eventually(t, "the v1alpha2 pool is deleted", func() error {
+	testenv.Eventually(t, "the v1alpha2 pool is deleted", func() error {
 		if f.alpha2PoolExists() {
 			return fmt.Errorf("still there")
 		}
@@ -362,7 +347,7 @@ func TestFlowNoRollback(t *testing.T) {
 	f.routeStatus(metav1.ConditionFalse, "InvalidKind", envoyV1, 0)
 	f.poolV1Status(metav1.ConditionFalse)
 	// The controller sees the rejection of the v1 pool (written last)...
-	eventually(t, "the controller reports the rejection", func() error {
+	testenv.Eventually(t, "the controller reports the rejection", func() error {
 		pool := meta.FindStatusCondition(f.get().Status.Conditions, "InferencePoolReady")
 		if pool == nil || !strings.Contains(pool.Message, poolRejected) {
 			return fmt.Errorf("InferencePoolReady %+v", pool)
@@ -409,7 +394,7 @@ func TestFlowStaticMode(t *testing.T) {
 		t.Errorf("static mode changed the route before any evidence: %s", got)
 	}
 	f.gatewayRoutesV1()
-	eventually(t, "the weights move to v1", func() error {
+	testenv.Eventually(t, "the weights move to v1", func() error {
 		if got := weights(f.route()); got != "alpha2=0 v1=100 | Service=1" {
 			return fmt.Errorf("weights %s; migration %+v", got, meta.FindStatusCondition(f.get().Status.Conditions, migration.ConditionMigrated))
 		}

@@ -1,4 +1,4 @@
-package migration
+package migrationtest
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // helmRoute is a route as Helm renders it in static mode at phase dual.
@@ -56,8 +57,8 @@ func renderedLabels() map[string]string {
 // alone and checks that every other field, and its owner, stays.
 func TestApplyWeights(t *testing.T) {
 	ctx := t.Context()
-	c, w := countingClient(t, cp)
-	ns := newNamespace(t, c, "static-weights")
+	c, w := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns := testenv.NewNamespace(t, c, "static-weights")
 
 	// Helm 4 applies the route; someone else adds a label.
 	route := helmRoute(ns)
@@ -75,12 +76,12 @@ func TestApplyWeights(t *testing.T) {
 	live := getRoute(t, c, ns, route.Name)
 	before := live.DeepCopy()
 
-	w.take()
+	w.Take()
 	changed, err := migration.ApplyWeights(ctx, c, live, build.PhaseDual)
 	if err != nil || changed {
 		t.Fatalf("dual on a dual route: changed %v, %v", changed, err)
 	}
-	if got := w.take(); len(got) != 0 {
+	if got := w.Take(); len(got) != 0 {
 		t.Errorf("a route that is right was written: %v", got)
 	}
 
@@ -88,7 +89,7 @@ func TestApplyWeights(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("v1 on a dual route: changed %v, %v", changed, err)
 	}
-	if got := w.take(); !slices.Equal(got, []string{"PATCH /apis/gateway.networking.k8s.io/v1/namespaces/" + ns + "/httproutes/llm-kserve-route"}) {
+	if got := w.Take(); !slices.Equal(got, []string{"PATCH /apis/gateway.networking.k8s.io/v1/namespaces/" + ns + "/httproutes/llm-kserve-route"}) {
 		t.Errorf("want one apply, got %v", got)
 	}
 	after := getRoute(t, c, ns, route.Name)
@@ -123,7 +124,7 @@ func TestApplyWeights(t *testing.T) {
 				t.Errorf("%s: changed %v, %v", phase, changed, err)
 			}
 		}
-		if got := w.take(); len(got) != 0 {
+		if got := w.Take(); len(got) != 0 {
 			t.Errorf("writes: %v", got)
 		}
 	})
@@ -133,7 +134,7 @@ func TestApplyWeights(t *testing.T) {
 		if err != nil || changed {
 			t.Errorf("changed %v, %v", changed, err)
 		}
-		if got := w.take(); len(got) != 0 {
+		if got := w.Take(); len(got) != 0 {
 			t.Errorf("writes: %v", got)
 		}
 	})
@@ -145,12 +146,12 @@ func TestApplyWeights(t *testing.T) {
 		if err := c.Create(ctx, lone); err != nil {
 			t.Fatal(err)
 		}
-		w.take()
+		w.Take()
 		_, err := migration.ApplyWeights(ctx, c, lone, build.PhaseV1)
 		if !errors.Is(err, migration.ErrNoV1Backend) || !strings.Contains(err.Error(), "route "+ns+"/lone") {
 			t.Errorf("err = %v", err)
 		}
-		if got := w.take(); len(got) != 0 {
+		if got := w.Take(); len(got) != 0 {
 			t.Errorf("writes: %v", got)
 		}
 	})

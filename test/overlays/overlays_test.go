@@ -9,15 +9,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/internal/overlay"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // release is one helm template run of a chart under charts/.
@@ -51,21 +49,12 @@ var noGIE = []string{"--set", "createGIECRDs=false"}
 
 func helmTemplate(t *testing.T, rels []release) []byte {
 	t.Helper()
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is not on PATH; run with PATH=\"$(bash hack/setup-test-assets.sh):$PATH\": %v", err)
-	}
-	var stream bytes.Buffer
+	helm := testenv.HelmFor(t, "helm", "")
+	var stream strings.Builder
 	for _, r := range rels {
-		args := append([]string{"template", r.name, filepath.Join("..", "..", "charts", r.chart)}, r.args...)
-		cmd := exec.CommandContext(t.Context(), helm, args...)
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stream, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-		}
+		stream.WriteString(helm.Must(t, append([]string{"template", r.name, filepath.Join("..", "..", "charts", r.chart)}, r.args...)...))
 	}
-	return stream.Bytes()
+	return []byte(stream.String())
 }
 
 // build applies the built-in overlay name over its base.
@@ -320,10 +309,7 @@ func TestKubernetesOverlay(t *testing.T) {
 // gateways and cert-manager objects.
 func TestOverlaysDryRun(t *testing.T) {
 	for _, ns := range []string{"opendatahub", "llm-platform", "cert-manager"} {
-		err := cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+		testenv.EnsureNamespace(t, cp.Client, ns)
 	}
 	for _, name := range overlay.Builtins() {
 		t.Run(name, func(t *testing.T) {

@@ -1,54 +1,28 @@
 package plugin_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// helm4 runs Helm 4 with its own homes, in which the plugin from
+// setup returns Helm 4 with its own homes, in which the plugin from
 // plugin/odh-serving is installed with a fresh odh-serving build.
-type helm4 struct {
-	bin string
-	env []string
-}
-
-func setup(t *testing.T) *helm4 {
+func setup(t *testing.T) *testenv.Helm {
 	t.Helper()
-	bin, err := exec.LookPath("helm4")
-	if err != nil {
-		t.Fatalf("helm4 is not on PATH; run with PATH=\"$(bash hack/setup-test-assets.sh):$PATH\": %v", err)
-	}
-	home := t.TempDir()
-	kubeconfig := filepath.Join(home, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	// Helm's own variables from the caller's environment stay out; plugins
-	// go to $HELM_DATA_HOME/plugins, where helm4 plugin install puts them.
-	h := &helm4{bin: bin}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HELM_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-			h.env = append(h.env, kv)
-		}
-	}
-	h.env = append(h.env, "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "KUBECONFIG="+kubeconfig)
+	h := testenv.HelmFor(t, "helm4", testenv.Kubeconfig(t, cp.Config, ""))
 
 	// The plugin as shipped, with the binary make install-plugin builds.
-	dir := filepath.Join(home, "odh-serving")
+	dir := filepath.Join(t.TempDir(), "odh-serving")
 	manifestFile, err := os.ReadFile(filepath.Join("..", "..", "plugin", "odh-serving", "plugin.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,33 +33,21 @@ func setup(t *testing.T) *helm4 {
 	if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), manifestFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "bin", "odh-serving-render"), "../../cmd/odh-serving-render").CombinedOutput(); err != nil {
-		t.Fatalf("build odh-serving: %v\n%s", err, out)
+	if err := testenv.BuildCommand(t.Context(), "odh-serving-render", filepath.Join(dir, "bin", "odh-serving-render")); err != nil {
+		t.Fatal(err)
 	}
-	h.run(t, "plugin", "install", dir)
-	if list := h.run(t, "plugin", "list"); !strings.Contains(list, "postrenderer/v1") {
+	h.Must(t, "plugin", "install", dir)
+	if list := h.Must(t, "plugin", "list"); !strings.Contains(list, "postrenderer/v1") {
 		t.Fatalf("helm4 plugin list does not show the plugin:\n%s", list)
 	}
 	return h
-}
-
-func (h *helm4) run(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), h.bin, args...)
-	cmd.Env = h.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm4 %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
 }
 
 var static = []string{"--post-renderer", "odh-serving", "--post-renderer-args", "--mode=static"}
 
 func TestHelm4Template(t *testing.T) {
 	h := setup(t)
-	out := h.run(t, append([]string{"template", "demo", "testdata/chart", "--namespace", "plugin-demo",
+	out := h.Must(t, append([]string{"template", "demo", "testdata/chart", "--namespace", "plugin-demo",
 		"--post-renderer-args", "--namespace=plugin-demo"}, static...)...)
 	docs, err := manifest.Split("helm4 template", []byte(out))
 	if err != nil {
@@ -111,11 +73,9 @@ func TestHelm4Template(t *testing.T) {
 func TestHelm4InstallAndUpgrade(t *testing.T) {
 	h := setup(t)
 	const ns = "plugin-install"
-	if err := cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	args := append([]string{"testdata/chart", "--namespace", ns, "--wait=false", "--post-renderer-args", "--namespace=" + ns}, static...)
-	h.run(t, append([]string{"install", "demo"}, args...)...)
+	h.Must(t, append([]string{"install", "demo"}, args...)...)
 
 	workload := &appsv1.Deployment{}
 	if err := cp.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo-sim-kserve"}, workload); err != nil {
@@ -132,7 +92,7 @@ func TestHelm4InstallAndUpgrade(t *testing.T) {
 		t.Errorf("the installed route lacks %s", cli.WeightsManagedByAnnotation)
 	}
 
-	h.run(t, append([]string{"upgrade", "demo", "--set", "replicas=3"}, args...)...)
+	h.Must(t, append([]string{"upgrade", "demo", "--set", "replicas=3"}, args...)...)
 	if err := cp.Client.Get(t.Context(), client.ObjectKeyFromObject(workload), workload); err != nil {
 		t.Fatal(err)
 	}

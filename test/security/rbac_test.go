@@ -2,7 +2,6 @@ package security
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // forbiddenVerbs let a subject grant or assume rights it does not hold.
@@ -101,10 +101,7 @@ func TestRBACChildren(t *testing.T) {
 // cluster-scoped resources only from clusterScopedGrants, and namespaced
 // ones only while every namespace is watched.
 func TestRBACChart(t *testing.T) {
-	helm, err := exec.LookPath("helm")
-	if err != nil {
-		t.Fatalf("helm is not on PATH; run the tests with `make test`: %v", err)
-	}
+	helm := testenv.HelmFor(t, "helm", "")
 	values, err := filepath.Glob("../../charts/odh-serving/ci/*-values.yaml")
 	if err != nil || len(values) == 0 {
 		t.Fatalf("no ci values files: %v", err)
@@ -125,11 +122,8 @@ func TestRBACChart(t *testing.T) {
 	for _, r := range renders {
 		t.Run(r.name, func(t *testing.T) {
 			args := append([]string{"template", "odh-serving", "../../charts/odh-serving", "--namespace", "opendatahub"}, r.args...)
-			out, err := exec.CommandContext(t.Context(), helm, args...).Output()
-			if err != nil {
-				t.Fatalf("helm %v: %v", args, err)
-			}
-			docs, err := manifest.Split(r.name, out)
+			out := helm.Must(t, args...)
+			docs, err := manifest.Split(r.name, []byte(out))
 			if err != nil {
 				t.Fatal(err)
 			}

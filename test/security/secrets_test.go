@@ -27,6 +27,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // The tokens a service carries in its env: one as a value, one in a Secret
@@ -117,7 +118,7 @@ spec:
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 	})
 
-	eventually(t, "the working service's Deployment", func() error {
+	testenv.Within(t, time.Minute, "the working service's Deployment", func() error {
 		return cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works-kserve"}, &appsv1.Deployment{})
 	})
 	// The controller writes the service too (finalizer, status): retry the
@@ -133,7 +134,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the rotated token in the Deployment", func() error {
+	testenv.Within(t, time.Minute, "the rotated token in the Deployment", func() error {
 		d := &appsv1.Deployment{}
 		if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works-kserve"}, d); err != nil {
 			return err
@@ -144,7 +145,7 @@ spec:
 		return nil
 	})
 	for name, failure := range map[string]string{"fails": "gs://bucket/model", "broken-template": "can't evaluate field Nope"} {
-		eventually(t, "the status of "+name, func() error {
+		testenv.Within(t, time.Minute, "the status of "+name, func() error {
 			svc := &v1alpha2.LLMInferenceService{}
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
 				return err
@@ -236,20 +237,4 @@ func statusJSON(t *testing.T, svc *v1alpha2.LLMInferenceService) string {
 		t.Fatal(err)
 	}
 	return string(data)
-}
-
-// eventually retries check until it passes or 60 seconds have gone.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

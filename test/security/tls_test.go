@@ -19,6 +19,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // TestWebhookServerTLS starts the webhook server exactly as the controller
@@ -44,13 +45,7 @@ func TestWebhookServerTLS(t *testing.T) {
 			t.Errorf("webhook server: %v", err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for server.StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, "the webhook server to start", func() error { return server.StartedChecker()(nil) })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for _, tc := range []struct {
 		version uint16

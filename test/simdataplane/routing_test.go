@@ -19,6 +19,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 func service(ns, name string) *corev1.Service {
@@ -118,8 +119,8 @@ func parentCondition(r *gatewayv1.HTTPRoute, kind string) *metav1.Condition {
 // and v1 once the v1 pool is too, V1PoolDelay later.
 func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 	const sys, ns, delay = "sim-system", "sim-app", 3 * time.Second
-	createNamespace(t, sys, nil)
-	createNamespace(t, ns, nil)
+	testenv.EnsureNamespace(t, cp.Client, sys)
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	log := startDataPlane(t, simdataplane.Options{V1PoolDelay: delay})
 
 	create(t, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "simulated"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/anything"}})
@@ -133,7 +134,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 		backend("", "Service", "llm-workload", 0)))
 
 	t.Run("gateway Programmed with an address and the route attached", func(t *testing.T) {
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			gw := &gatewayv1.Gateway{}
 			if err := get(t, gw, sys, "ingress"); err != nil {
 				return err
@@ -159,7 +160,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 	})
 
 	t.Run("dual while only the v1alpha2 pool is accepted", func(t *testing.T) {
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			in := live(t, ns, "llm-route", "llm-pool")
 			rr := parentCondition(in.Route, string(gatewayv1.RouteConditionResolvedRefs))
 			if rr == nil || rr.Status != metav1.ConditionTrue || rr.ObservedGeneration != in.Route.Generation {
@@ -183,7 +184,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 	})
 
 	t.Run("v1 once the v1 pool is accepted", func(t *testing.T) {
-		eventually(t, delay+20*time.Second, func() error {
+		testenv.Within(t, delay+20*time.Second, "the simulated status", func() error {
 			in := live(t, ns, "llm-route", "llm-pool")
 			if d := migration.Decide(in); d.Phase != build.PhaseV1 {
 				return fmt.Errorf("Decide = %s (%s)", d.Phase, d.Message)
@@ -207,7 +208,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 
 	t.Run("missing backend: ResolvedRefs False", func(t *testing.T) {
 		create(t, route(ns, "broken", sys, "ingress", backend("", "Service", "nothing-here", 1)))
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			r := &gatewayv1.HTTPRoute{}
 			if err := get(t, r, ns, "broken"); err != nil {
 				return err
@@ -223,7 +224,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 	t.Run("listener for its own namespace only: not Accepted", func(t *testing.T) {
 		create(t, gateway(sys, "private", gatewayv1.NamespacesFromSame))
 		create(t, route(ns, "to-private", sys, "private", backend("", "Service", "llm-workload", 1)))
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			r := &gatewayv1.HTTPRoute{}
 			if err := get(t, r, ns, "to-private"); err != nil {
 				return err

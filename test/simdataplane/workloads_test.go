@@ -15,6 +15,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 var childLabels = map[string]string{"app.kubernetes.io/part-of": "llminferenceservice", "app.kubernetes.io/name": "svc"}
@@ -57,7 +58,7 @@ func deploymentReady(d *appsv1.Deployment, replicas int32) error {
 
 func TestIntegrationWorkloads(t *testing.T) {
 	const ns = "sim-workloads"
-	createNamespace(t, ns, nil)
+	testenv.EnsureNamespace(t, cp.Client, ns)
 	log := startDataPlane(t, simdataplane.Options{})
 
 	create(t, deployment(ns, "svc-kserve", childLabels, 3), deployment(ns, "odh-serving-controller", map[string]string{"app": "controller"}, 1))
@@ -73,7 +74,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 	create(t, lws)
 
 	t.Run("selected Deployment becomes Available", func(t *testing.T) {
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			d := &appsv1.Deployment{}
 			if err := get(t, d, ns, "svc-kserve"); err != nil {
 				return err
@@ -91,7 +92,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 		if err := cp.Client.Update(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			d := &appsv1.Deployment{}
 			if err := get(t, d, ns, "svc-kserve"); err != nil {
 				return err
@@ -104,7 +105,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 	})
 
 	t.Run("LeaderWorkerSet becomes Available", func(t *testing.T) {
-		eventually(t, 20*time.Second, func() error {
+		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
 			l := &lwsv1.LeaderWorkerSet{}
 			if err := get(t, l, ns, "svc-kserve-mn"); err != nil {
 				return err

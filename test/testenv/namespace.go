@@ -1,0 +1,43 @@
+package testenv
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	nsSeq  atomic.Int64
+	nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// NewNamespace creates a namespace for one test and returns its name:
+// prefix, the test's name (cut to 30 characters) and a number, so that
+// runs with -count>1 do not collide, e.g. "t-testfoo-bar-7".
+func NewNamespace(tb testing.TB, c client.Client, prefix string) string {
+	tb.Helper()
+	base := nonDNS.ReplaceAllString(strings.ToLower(tb.Name()), "-")
+	base = strings.Trim(base[:min(len(base), 30)], "-")
+	name := fmt.Sprintf("%s-%s-%d", prefix, base, nsSeq.Add(1))
+	if err := c.Create(tb.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		tb.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// EnsureNamespace creates the namespace name unless it exists: for tests
+// whose namespace has a fixed name, which another test may have made.
+func EnsureNamespace(tb testing.TB, c client.Client, name string) {
+	tb.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(tb.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		tb.Fatalf("create namespace %s: %v", name, err)
+	}
+}

@@ -1,0 +1,128 @@
+package testenv
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IsWrite reports whether a request with method may change something: a
+// POST, PUT, PATCH or DELETE. Gets, lists and watches are GETs.
+func IsWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Recorder records the writes (IsWrite) that pass through the transports
+// it wraps, as "METHOD path", counts every request by method, and can
+// answer chosen writes with a 409 Conflict instead of sending them.
+// Set it on a rest.Config with Wrap; it is safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	writes  []string
+	taken   int
+	methods map[string]int
+	// conflict, when set, is asked about each write; true answers 409.
+	conflict func(method, path string) bool
+}
+
+// Wrap records through next; it is a rest.Config's WrapTransport.
+func (r *Recorder) Wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		if r.methods == nil {
+			r.methods = map[string]int{}
+		}
+		r.methods[req.Method]++
+		write := IsWrite(req.Method)
+		if write {
+			r.writes = append(r.writes, req.Method+" "+req.URL.Path)
+		}
+		fail := write && r.conflict != nil && r.conflict(req.Method, req.URL.Path)
+		r.mu.Unlock()
+		if fail {
+			return conflictResponse(req), nil
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+// Config is a copy of cfg whose requests r records.
+func (r *Recorder) Config(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.WrapTransport = r.Wrap
+	return out
+}
+
+// Count is how many writes r has seen.
+func (r *Recorder) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.writes)
+}
+
+// Since returns the writes after the first n, in order.
+func (r *Recorder) Since(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes[n:]...)
+}
+
+// Take returns the writes since the last Take.
+func (r *Recorder) Take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]string(nil), r.writes[r.taken:]...)
+	r.taken = len(r.writes)
+	return out
+}
+
+// Methods returns how many requests r has seen by method (GET, PATCH, …).
+func (r *Recorder) Methods() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.methods)
+}
+
+// SetConflict makes r answer the writes for which conflict returns true
+// with a 409 Conflict; nil sends every write again.
+func (r *Recorder) SetConflict(conflict func(method, path string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conflict = conflict
+}
+
+// RecordingClient is a client of cfg's API server whose requests a new
+// Recorder records.
+func RecordingClient(tb testing.TB, cfg *rest.Config, scheme *runtime.Scheme) (client.Client, *Recorder) {
+	tb.Helper()
+	r := &Recorder{}
+	c, err := client.New(r.Config(cfg), client.Options{Scheme: scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, r
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func conflictResponse(req *http.Request) *http.Response {
+	body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected conflict","reason":"Conflict","code":409}`
+	return &http.Response{
+		StatusCode: http.StatusConflict, Status: "409 Conflict", Request: req,
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+	}
+}

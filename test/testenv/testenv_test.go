@@ -1,0 +1,95 @@
+package testenv_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+func TestRecorder(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(server.Close)
+	r := &testenv.Recorder{}
+	c := &http.Client{Transport: r.Wrap(http.DefaultTransport)}
+	send := func(method, path string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, server.URL+path, http.NoBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	send(http.MethodGet, "/a")
+	send(http.MethodPatch, "/a")
+	if got := r.Take(); !slices.Equal(got, []string{"PATCH /a"}) {
+		t.Errorf("writes %v, want the PATCH only", got)
+	}
+	r.SetConflict(func(method, path string) bool { return method == http.MethodPut && path == "/b" })
+	if code := send(http.MethodPut, "/b"); code != http.StatusConflict {
+		t.Errorf("an injected conflict answered %d", code)
+	}
+	if code := send(http.MethodDelete, "/b"); code != http.StatusOK {
+		t.Errorf("a write the conflict does not match answered %d", code)
+	}
+	if got := r.Take(); !slices.Equal(got, []string{"PUT /b", "DELETE /b"}) {
+		t.Errorf("writes since the last Take %v", got)
+	}
+	if r.Count() != 3 || !slices.Equal(r.Since(2), []string{"DELETE /b"}) {
+		t.Errorf("count %d, since 2 %v", r.Count(), r.Since(2))
+	}
+	if m := r.Methods(); m[http.MethodGet] != 1 || m[http.MethodPut] != 1 || len(m) != 4 {
+		t.Errorf("methods %v", m)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	n := 0
+	testenv.Within(t, testenv.Timeout, "the third check", func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+func TestNewNamespace(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	name := testenv.NewNamespace(t, c, "p")
+	if !strings.HasPrefix(name, "p-testnewnamespace-") {
+		t.Errorf("name %q", name)
+	}
+	if other := testenv.NewNamespace(t, c, "p"); other == name {
+		t.Errorf("two namespaces named %q", name)
+	}
+	testenv.EnsureNamespace(t, c, name)
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &corev1.Namespace{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKubeconfig(t *testing.T) {
+	in := &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "token"}
+	cfg, err := clientcmd.BuildConfigFromFlags("", testenv.Kubeconfig(t, in, "team"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != in.Host || cfg.BearerToken != in.BearerToken {
+		t.Errorf("read back %s %q", cfg.Host, cfg.BearerToken)
+	}
+}
