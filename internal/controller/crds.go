@@ -13,7 +13,20 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 )
 
-// applyCRDs applies the embedded GIE CRDs (internal/crdlifecycle) at start.
+// crdApplier applies the embedded GIE CRDs once, when this replica becomes
+// the leader (or at start, without leader election). A standby writes no
+// CRD: it would race the leader, and has nothing to add.
+type crdApplier struct {
+	client client.Client
+}
+
+// Start applies the CRDs; an error stops the manager.
+func (a crdApplier) Start(ctx context.Context) error { return applyCRDs(ctx, a.client) }
+
+// NeedLeaderElection is true: only the leader writes the CRDs.
+func (crdApplier) NeedLeaderElection() bool { return true }
+
+// applyCRDs applies the embedded GIE CRDs (internal/crdlifecycle).
 // The v1alpha2 InferencePool CRD is kept up to date while any service's
 // migration is unfinished. A live CRD with a newer bundle version is left
 // alone, and said so in the log.

@@ -28,9 +28,10 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 )
 
-// Run applies the CRDs (with ManageCRDs), starts the manager with the
-// controller and, unless DisableWebhooks, the webhooks, and blocks until
-// ctx is done.
+// Run starts the manager with the controller, the CRD lifecycle (with
+// ManageCRDs) and, unless DisableWebhooks, the webhooks, and blocks until
+// ctx is done. The controller and the CRD lifecycle run on the leader only:
+// a standby replica sends no write.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
@@ -45,14 +46,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
-	if opts.ManageCRDs {
-		if err := applyCRDs(ctx, direct); err != nil {
-			return err
-		}
-	}
 	mgr, err := NewManager(cfg, opts)
 	if err != nil {
 		return err
+	}
+	if opts.ManageCRDs {
+		if err := mgr.Add(crdApplier{client: direct}); err != nil {
+			return fmt.Errorf("add the CRD lifecycle: %w", err)
+		}
 	}
 	if opts.CertMode == build.CertSelfSigned {
 		opts.ca = newAuthority(mgr, opts)

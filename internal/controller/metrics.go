@@ -21,7 +21,7 @@ var (
 	}, []string{"to"})
 	crdAppliesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "odh_serving_crd_applies_total",
-		Help: "CRD lifecycle runs at start-up, by CRD and result.",
+		Help: "CRD lifecycle runs, once a replica leads (at start-up without leader election), by CRD and result.",
 	}, []string{"crd", "result"})
 )
 
