@@ -9,7 +9,12 @@
 //	template: evaluate the Go templates in that spec
 //	build:    turn the spec into child objects
 //
-// and manifest writes the result as a YAML or JSON stream. The render CLI,
-// the Helm post-renderer and the controller all call Render, so what a user
-// previews offline is what the cluster gets.
+// and manifest writes the result as a YAML or JSON stream. Render is
+// Prepare (preset, merge, template, and the children's names) then
+// Plan.Build for a migration phase; the controller calls the two apart, as
+// it reads the live route and pool by name to decide the phase. The Result
+// says what was built: the merged spec and shape, the names, whether the
+// service is stopped, and each child's role and apply wave. The render CLI
+// and the Helm post-renderer call Render, the controller Prepare and Build:
+// the same code, so what a user previews offline is what the cluster gets.
 package engine
