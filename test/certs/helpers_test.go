@@ -58,27 +58,12 @@ func countCalls(n *atomic.Int64, h http.Handler) http.Handler {
 // startWebhookServer starts the server on certDir, which must hold the pair.
 func startWebhookServer(t *testing.T, certDir string) *webhookServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	port := testenv.FreePort(t)
 	ws := &webhookServer{URL: "https://127.0.0.1:" + strconv.Itoa(port), port: port}
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
 	server.Register(webhook.ValidatePath, countCalls(&ws.validated, &ctrlwebhook.Admission{Handler: webhook.Validator{}}))
 	server.Register(webhook.ConvertPath, countCalls(&ws.converts, webhook.Converter{}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- server.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
+	testenv.Start(t, "webhook server", server.Start)
 	testenv.Eventually(t, "the webhook server to listen", func() error { return server.StartedChecker()(nil) })
 	return ws
 }

@@ -154,15 +154,7 @@ func (e *env) childrenAre(svc *v1alpha2.LLMInferenceService, live []liveChild) e
 // no writes. The test has a control plane of its own, since it stops the
 // API server.
 func TestFaultAPIServerRestart(t *testing.T) {
-	plane, err := controlplane.StartWith(controlplane.Options{Restartable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := plane.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	plane := testenv.StartControlPlane(t, controlplane.Options{Restartable: true})
 	ctx := context.Background()
 	e := &env{t: t, c: plane.Client, rec: &testenv.Recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
 	for _, ns := range []string{e.ns, e.sys} {

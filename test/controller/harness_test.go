@@ -3,9 +3,6 @@ package controllertest
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -32,14 +27,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-func init() {
-	// TEST_LOG=1 shows the controller's logs.
-	w := io.Discard
-	if os.Getenv("TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
-}
+func init() { testenv.InitLogger() } // TEST_LOG=1 shows the controller's logs
 
 // env is one test's controller, namespace and system namespace.
 type env struct {
@@ -118,20 +106,8 @@ func (e *env) run() {
 	if e.cfg != nil {
 		base = e.cfg
 	}
-	cfg := e.rec.Config(base)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- controller.Run(ctx, cfg, e.opts) }()
-	var once sync.Once
-	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("controller: %v", err)
-			}
-		})
-	}
-	e.t.Cleanup(e.stop)
+	cfg, opts := e.rec.Config(base), e.opts
+	e.stop = testenv.Start(e.t, "controller", func(ctx context.Context) error { return controller.Run(ctx, cfg, opts) })
 }
 
 // create decodes a YAML service or preset into the test namespace.

@@ -3,16 +3,12 @@ package controllertest
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -20,6 +16,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // leaseWrites counts the writes to the leader election Lease: a replica

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,16 +15,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func get(url string) (int, string, error) {
 	resp, err := http.Get(url) //nolint:gosec // a local test URL
@@ -41,7 +30,7 @@ func get(url string) (int, string, error) {
 // election, the CRD lifecycle at start, metrics and probes) and reads its
 // endpoints.
 func TestManagerEndpoints(t *testing.T) {
-	metrics, probes := freeAddress(t), freeAddress(t)
+	metrics, probes := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	e := startWithGateway(t, func(o *controller.Options) {
 		o.MetricsBindAddress, o.HealthProbeBindAddress = metrics, probes
 		o.LeaderElect, o.ManageCRDs = true, true

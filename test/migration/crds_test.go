@@ -36,15 +36,7 @@ const (
 // resources are left and succeeding once they are gone. Steps share the
 // cluster, so they run in order.
 func TestCRDLifecycle(t *testing.T) {
-	bare, err := controlplane.StartWith(controlplane.Options{CRDs: []string{crds.Serving, crds.GatewayAPI}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := bare.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	bare := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.Serving, crds.GatewayAPI}})
 	ctx := t.Context()
 	c, w := testenv.RecordingClient(t, bare.Config, bare.Scheme)
 

@@ -3,10 +3,7 @@ package migrationtest
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -30,14 +25,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-func init() {
-	// TEST_LOG=1 shows the controller's logs.
-	w := io.Discard
-	if os.Getenv("TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
-}
+func init() { testenv.InitLogger() } // TEST_LOG=1 shows the controller's logs
 
 // flow is one test's controller and namespaces. The test plays the
 // gateway: it writes the route's and the pools' parent status.
@@ -57,18 +45,7 @@ func startFlow(t *testing.T, grace time.Duration, static bool) *flow {
 		Options: engine.Options{SystemNamespace: f.sys}, WatchNamespaces: []string{f.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: grace, StaticMode: static,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- controller.Run(ctx, cp.Config, opts) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("controller: %v", err)
-			}
-		})
-	})
+	testenv.Start(t, "controller", func(ctx context.Context) error { return controller.Run(ctx, cp.Config, opts) })
 	return f
 }
 

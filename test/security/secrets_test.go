@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,24 +39,6 @@ const (
 	tokenRotated = "hf_rotatedTOKEN93b7c1e0d5f2a8"
 )
 
-// logBuffer collects everything the controller and client-go log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // verbosity is the most verbose log level the check runs at: V(7).
 // client-go logs whole request and response bodies from V(8) on
 // (--zap-log-level=8), which hold every object the controller reads;
@@ -71,7 +52,7 @@ const verbosity = -7
 // controller emits: its log (and client-go's), the events in the namespace
 // and the services' status.
 func TestSecretsStayOutOfLogsEventsStatus(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	logger := zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(verbosity)))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
@@ -219,15 +200,7 @@ func create(t *testing.T, ns, doc string) {
 
 func runController(t *testing.T, opts controller.Options) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- controller.Run(ctx, cp.Config, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	testenv.Start(t, "controller", func(ctx context.Context) error { return controller.Run(ctx, cp.Config, opts) })
 }
 
 func statusJSON(t *testing.T, svc *v1alpha2.LLMInferenceService) string {

@@ -1,7 +1,6 @@
 package security
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -28,7 +27,7 @@ import (
 func TestWebhookServerTLS(t *testing.T) {
 	dir := t.TempDir()
 	roots := writeServingCert(t, dir, "127.0.0.1")
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	mgr, err := controller.NewManager(cp.Config, controller.Options{
 		WebhookPort: port, WebhookCertDir: dir, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 	})
@@ -36,15 +35,7 @@ func TestWebhookServerTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := mgr.GetWebhookServer()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- server.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
+	testenv.Start(t, "webhook server", server.Start)
 	testenv.Eventually(t, "the webhook server to start", func() error { return server.StartedChecker()(nil) })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for _, tc := range []struct {
@@ -175,14 +166,4 @@ func writeServingCert(t *testing.T, dir, ip string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	return pool
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,9 +1,6 @@
 package simdataplane_test
 
 import (
-	"bytes"
-	"context"
-	"sync"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,42 +14,16 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { testenv.Main(m, &cp) }
 
-// syncBuffer collects the simulator's log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startDataPlane runs a simulation until the test ends.
-func startDataPlane(t *testing.T, opts simdataplane.Options) *syncBuffer {
+func startDataPlane(t *testing.T, opts simdataplane.Options) *testenv.Buffer {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.Buffer{}
 	opts.Log = log
 	d, err := simdataplane.New(cp.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("simulated data plane: %v", err)
-		}
-	})
+	testenv.Start(t, "simulated data plane", d.Start)
 	return log
 }
 

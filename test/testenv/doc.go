@@ -4,13 +4,18 @@
 //   - Main is a test package's TestMain: it starts a control plane
 //     (test/controlplane) for the package and stops it at the end. It also
 //     registers -update (internal/golden) for every package that uses it.
+//     StartControlPlane starts one for a single test.
 //   - NewNamespace and EnsureNamespace make the namespaces tests work in.
 //   - Eventually and Within poll a check until it passes, and stop with the
 //     test's context.
 //   - Recorder is an http.RoundTripper wrapper that records the writes a
-//     client sends, counts its requests by method, and can answer chosen
+//     client sends, counts its requests by verb, and can answer chosen
 //     writes with a conflict.
+//   - Start runs a controller, a server or a simulator until the test ends;
+//     FreePort finds it a port, Buffer holds its logs, InitLogger sets
+//     controller-runtime's logger (TEST_LOG=1 shows it).
 //   - Kubeconfig writes a kubeconfig for a rest.Config, for commands that
 //     take --kubeconfig.
-//   - Helm runs helm (or helm4) with HELM_* folders of its own.
+//   - Helm runs helm (or helm4) with HELM_* folders of its own;
+//     BuildCommand builds the binaries it runs.
 package testenv

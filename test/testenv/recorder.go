@@ -24,14 +24,14 @@ func IsWrite(method string) bool {
 }
 
 // Recorder records the writes (IsWrite) that pass through the transports
-// it wraps, as "METHOD path", counts every request by method, and can
+// it wraps, as "METHOD path", counts every request by verb (Verb), and can
 // answer chosen writes with a 409 Conflict instead of sending them.
 // Set it on a rest.Config with Wrap; it is safe for concurrent use.
 type Recorder struct {
-	mu      sync.Mutex
-	writes  []string
-	taken   int
-	methods map[string]int
+	mu     sync.Mutex
+	writes []string
+	taken  int
+	verbs  map[string]int
 	// conflict, when set, is asked about each write; true answers 409.
 	conflict func(method, path string) bool
 }
@@ -40,10 +40,10 @@ type Recorder struct {
 func (r *Recorder) Wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		r.mu.Lock()
-		if r.methods == nil {
-			r.methods = map[string]int{}
+		if r.verbs == nil {
+			r.verbs = map[string]int{}
 		}
-		r.methods[req.Method]++
+		r.verbs[Verb(req)]++
 		write := IsWrite(req.Method)
 		if write {
 			r.writes = append(r.writes, req.Method+" "+req.URL.Path)
@@ -87,11 +87,33 @@ func (r *Recorder) Take() []string {
 	return out
 }
 
-// Methods returns how many requests r has seen by method (GET, PATCH, …).
-func (r *Recorder) Methods() map[string]int {
+// Verbs returns how many requests r has seen by verb.
+func (r *Recorder) Verbs() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return maps.Clone(r.methods)
+	return maps.Clone(r.verbs)
+}
+
+// Verb names a request as the API server's verbs do, but for lists, which
+// are gets: get, watch, create, update, patch or delete (or the method, in
+// lower case, for anything else).
+func Verb(req *http.Request) string {
+	switch req.Method {
+	case http.MethodGet:
+		if req.URL.Query().Get("watch") == "true" {
+			return "watch"
+		}
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(req.Method)
 }
 
 // SetConflict makes r answer the writes for which conflict returns true

@@ -53,8 +53,9 @@ func TestRecorder(t *testing.T) {
 	if r.Count() != 3 || !slices.Equal(r.Since(2), []string{"DELETE /b"}) {
 		t.Errorf("count %d, since 2 %v", r.Count(), r.Since(2))
 	}
-	if m := r.Methods(); m[http.MethodGet] != 1 || m[http.MethodPut] != 1 || len(m) != 4 {
-		t.Errorf("methods %v", m)
+	send(http.MethodGet, "/a?watch=true")
+	if v := r.Verbs(); v["get"] != 1 || v["watch"] != 1 || v["update"] != 1 || v["patch"] != 1 || v["delete"] != 1 || len(v) != 5 {
+		t.Errorf("verbs %v", v)
 	}
 }
 
