@@ -27,6 +27,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 var webhookNames = []string{"odh-serving-webhook.opendatahub.svc", "odh-serving-webhook.opendatahub.svc.cluster.local", "127.0.0.1"}
@@ -209,23 +210,11 @@ func TestWebhookCertsRotationServed(t *testing.T) {
 	}
 	first := files(t, dir, bundle, t0)
 
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 	webhook.Register(server)
-	ctx, cancel := context.WithCancel(t.Context())
-	serverDone := make(chan error, 1)
-	go func() { serverDone <- server.Start(ctx) }()
-	loopDone := make(chan error, 1)
-	go func() { loopDone <- w.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-serverDone; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-		if err := <-loopDone; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	}()
+	testenv.Start(t, "webhook server", server.Start)
+	testenv.Start(t, "Start", w.Start)
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(bundle)
@@ -238,13 +227,20 @@ func TestWebhookCertsRotationServed(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0]
 	}
-	waitFor(t, "the webhook server to present the first certificate", func() bool {
-		got := served(t0)
-		return got != nil && got.Equal(first)
+	testenv.Within(t, certwatcherWait, "the webhook server to present the first certificate", func() error {
+		if got := served(t0); got == nil || !got.Equal(first) {
+			return errors.New("it presents another certificate or none")
+		}
+		return nil
 	})
 
 	// Start is asleep until the renewal time, 78 s after t0.
-	waitFor(t, "Start to sleep", clk.HasWaiters)
+	testenv.Within(t, certwatcherWait, "Start to sleep", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("the clock has no waiters")
+		}
+		return nil
+	})
 	if want := t0.Add(78 * time.Second); !res.RenewAt.Equal(want) {
 		t.Fatalf("RenewAt = %s, want %s", res.RenewAt, want)
 	}
@@ -254,42 +250,25 @@ func TestWebhookCertsRotationServed(t *testing.T) {
 		t.Fatalf("renewal at %s is not before expiry %s", now, first.NotAfter)
 	}
 	var second *x509.Certificate
-	waitFor(t, "the rotated certificate on disk and served", func() bool {
+	testenv.Within(t, certwatcherWait, "the rotated certificate on disk and served", func() error {
 		// The files may be caught between the key's and the certificate's rename.
 		var err error
 		if second, err = readFiles(dir, bundle, now); err != nil {
-			return false
+			return err
 		}
-		got := served(now)
-		return !second.Equal(first) && got != nil && got.Equal(second)
+		if got := served(now); second.Equal(first) || got == nil || !got.Equal(second) {
+			return errors.New("the first certificate is still on disk or served")
+		}
+		return nil
 	})
 	if second.SerialNumber.Cmp(first.SerialNumber) == 0 {
 		t.Error("same serial after rotation")
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitFor polls cond for up to 20 seconds (certwatcher polls every 10 s
-// when it misses a file event).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// certwatcherWait is how long the webhook server may take to serve new
+// files: certwatcher polls every 10 s when it misses a file event.
+const certwatcherWait = 20 * time.Second
 
 // TestWebhookCertsReplicasRace: replica B creates the webhook secret while
 // replica A is about to; A's create fails, A reads B's secret and both

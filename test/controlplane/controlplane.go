@@ -9,20 +9,14 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
-	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
-	"github.com/opendatahub-io/odh-serving/api"
 	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 )
 
@@ -49,19 +43,9 @@ type ControlPlane struct {
 	certDir string
 }
 
-// NewScheme returns a scheme with every kind the tests use.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, api.AddToScheme,
-		gieapiv1.Install, gieapixv1alpha2.Install, gatewayv1.Install, lwsv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("build scheme: %w", err)
-		}
-	}
-	return s, nil
-}
+// NewScheme returns a scheme with every kind the tests use: the
+// controller's (controller.NewScheme).
+func NewScheme() (*runtime.Scheme, error) { return controller.NewScheme() }
 
 // AllCRDs are the CRD sets Start installs.
 var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager}
