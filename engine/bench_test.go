@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -54,11 +53,7 @@ func BenchmarkRenderToYAML(b *testing.B) {
 func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog, engine.Options) {
 	b.Helper()
 	file := filepath.Join("testdata", name, "input.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	in, err := manifest.Decode(file, data)
+	in, err := manifest.DecodeFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,11 +30,7 @@ type caseOptions struct {
 // shipped presets and the presets in the input, as the CLI does.
 func renderCase(tb testing.TB, dir string) []byte {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	in, err := manifest.Decode(filepath.Join(dir, "input.yaml"), data)
+	in, err := manifest.DecodeFile(filepath.Join(dir, "input.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,11 +18,7 @@ import (
 func prepareCase(t *testing.T, name string) (*engine.Plan, *v1alpha2.LLMInferenceService) {
 	t.Helper()
 	path := filepath.Join("testdata", name, "input.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := manifest.Decode(path, data)
+	in, err := manifest.DecodeFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

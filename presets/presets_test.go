@@ -39,11 +39,7 @@ func TestEveryPresetFolder(t *testing.T) {
 					t.Fatalf("every preset folder needs a %s: %v", f, err)
 				}
 			}
-			data, err := os.ReadFile(filepath.Join(dir, "sample.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := manifest.Decode(filepath.Join(dir, "sample.yaml"), data)
+			in, err := manifest.DecodeFile(filepath.Join(dir, "sample.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}

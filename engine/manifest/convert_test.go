@@ -1,7 +1,6 @@
 package manifest_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -28,11 +27,7 @@ func TestToUnstructuredMatchesApimachinery(t *testing.T) {
 	}
 	compared := 0
 	for _, file := range inputs {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := manifest.Decode(file, data)
+		in, err := manifest.DecodeFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}

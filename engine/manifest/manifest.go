@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,6 +177,15 @@ func once(first map[string]string, d *Document) error {
 	}
 	first[key] = d.Where()
 	return nil
+}
+
+// DecodeFile reads the file at path and decodes it as Decode does.
+func DecodeFile(path string) (*Inputs, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(path, data)
 }
 
 // DecodePresets reads a stream that holds only presets.

@@ -154,11 +154,7 @@ func seedServices(f *testing.F) [][]byte {
 		f.Fatal(err)
 	}
 	for _, c := range cases {
-		data, err := os.ReadFile(c)
-		if err != nil {
-			f.Fatal(err)
-		}
-		in, err := manifest.Decode(c, data)
+		in, err := manifest.DecodeFile(c)
 		if err != nil {
 			f.Fatal(err)
 		}

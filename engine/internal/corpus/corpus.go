@@ -2,7 +2,6 @@ package corpus
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -36,11 +35,7 @@ func Specs(root string) ([]*v1alpha2.LLMInferenceServiceSpec, error) {
 	}
 	var specs []*v1alpha2.LLMInferenceServiceSpec
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, err
-		}
-		in, err := manifest.Decode(file, data)
+		in, err := manifest.DecodeFile(file)
 		if err != nil {
 			return nil, err
 		}
