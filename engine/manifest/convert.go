@@ -27,7 +27,7 @@ func ToUnstructured(obj any) (map[string]any, error) {
 	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct ||
-		value.TypeReflectEntryOf(v.Elem().Type()).CanConvertToUnstructured() {
+		custom(v.Elem().Type()) {
 		return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	}
 	out := map[string]any{}
@@ -102,7 +102,7 @@ func structInto(m map[string]any, v reflect.Value) error {
 			for fv.Kind() == reflect.Pointer && !fv.IsNil() {
 				fv = fv.Elem()
 			}
-			if fv.Kind() != reflect.Struct || value.TypeReflectEntryOf(fv.Type()).CanConvertToUnstructured() {
+			if fv.Kind() != reflect.Struct || custom(fv.Type()) {
 				return errUnhandled
 			}
 			if err := structInto(m, fv); err != nil {
@@ -134,8 +134,8 @@ func structInto(m map[string]any, v reflect.Value) error {
 
 // toValue converts any value; nil pointers, maps and slices become nil.
 func toValue(v reflect.Value) (any, error) {
-	if entry := value.TypeReflectEntryOf(v.Type()); entry.CanConvertToUnstructured() {
-		return entry.ToUnstructured(v) // json.Marshaler or ToUnstructured(): Quantity, Time, IntOrString, ...
+	if custom(v.Type()) { // json.Marshaler or ToUnstructured(): Quantity, Time, IntOrString, ...
+		return value.TypeReflectEntryOf(v.Type()).ToUnstructured(v)
 	}
 	switch v.Kind() {
 	case reflect.String:
@@ -202,6 +202,26 @@ func toValue(v reflect.Value) (any, error) {
 	default:
 		return nil, fmt.Errorf("unrecognized type: %v", v.Kind())
 	}
+}
+
+var (
+	customTypes   sync.Map // reflect.Type -> bool
+	marshalerType = reflect.TypeFor[json.Marshaler]()
+	converterType = reflect.TypeFor[value.UnstructuredConverter]()
+)
+
+// custom says whether values of t convert themselves, as
+// value.TypeReflectEntryOf(t).CanConvertToUnstructured does. That cache
+// too copies itself for every type it meets first, so it is asked only
+// about the few types that do.
+func custom(t reflect.Type) bool {
+	if c, ok := customTypes.Load(t); ok {
+		return c.(bool)
+	}
+	pt := reflect.PointerTo(t)
+	c := t.Implements(marshalerType) || pt.Implements(marshalerType) || t.Implements(converterType) || pt.Implements(converterType)
+	customTypes.Store(t, c)
+	return c
 }
 
 // isEmpty is what omitempty leaves out, as apimachinery's converter has it.
