@@ -2,10 +2,15 @@ package offline_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
@@ -58,5 +63,26 @@ func TestRenderBinaryLinksNoControllerPackages(t *testing.T) {
 				t.Errorf("cmd/odh-serving-render links %s", dep)
 			}
 		}
+	}
+}
+
+// Commands run under a context that SIGTERM (and SIGINT) cancels, so the
+// controller and long renders stop cleanly.
+func TestExecuteCancelsOnSIGTERM(t *testing.T) {
+	root := &cobra.Command{Use: "x", SilenceUsage: true, SilenceErrors: true, RunE: func(cmd *cobra.Command, _ []string) error {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			return err
+		}
+		select {
+		case <-cmd.Context().Done():
+			return cmd.Context().Err()
+		case <-time.After(10 * time.Second):
+			return errors.New("SIGTERM did not cancel the context")
+		}
+	}}
+	var errOut bytes.Buffer
+	code := offline.Execute(root, nil, offline.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut})
+	if code != 1 || !strings.Contains(errOut.String(), "context canceled") {
+		t.Errorf("exit %d, stderr %q; want 1 and the cancellation", code, errOut.String())
 	}
 }
