@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -118,4 +119,20 @@ spec:
 	if !strings.Contains(stderr, "vllmRocm") {
 		t.Errorf("stderr %q does not name the image key", stderr)
 	}
+}
+
+// The chart's controller Deployment passes every engine flag, so each
+// engine option can be set from the chart's values too.
+func TestChartPassesEveryEngineFlag(t *testing.T) {
+	deployment, err := os.ReadFile("../../charts/odh-serving/templates/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	(&engine.Options{}).AddFlags(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(string(deployment), "- --"+f.Name+"=") {
+			t.Errorf("charts/odh-serving/templates/deployment.yaml does not pass --%s", f.Name)
+		}
+	})
 }
