@@ -12,6 +12,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
@@ -19,10 +20,7 @@ import (
 // and rendering, as `odh-serving render` does, and checks that it fails
 // with the message on the file's first line ("# error: ...").
 func TestBadInput(t *testing.T) {
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := golden.Glob(t, "testdata/bad/*.yaml")
 	if len(files) < 30 {
 		t.Fatalf("the bad-input corpus has %d cases; keep at least 30", len(files))
 	}

@@ -83,10 +83,7 @@ func testCatalog(tb testing.TB, extra []*preset.Preset) *preset.Catalog {
 // TestGolden renders each case under testdata/ and compares the output with
 // its expected.yaml. Each case is rendered twice: the bytes must match.
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/*/input.yaml")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
+	dirs := golden.Glob(t, "testdata/*/input.yaml")
 	for _, in := range dirs {
 		dir := filepath.Dir(in)
 		t.Run(filepath.Base(dir), func(t *testing.T) {

@@ -1,7 +1,6 @@
 package manifest_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +9,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
@@ -17,10 +17,7 @@ import (
 // child of every engine golden case in every migration phase and
 // certificate mode.
 func TestToUnstructuredMatchesApimachinery(t *testing.T) {
-	inputs, err := filepath.Glob("../testdata/*/input.yaml")
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
+	inputs := golden.Glob(t, "../testdata/*/input.yaml")
 	images, err := presets.Images()
 	if err != nil {
 		t.Fatal(err)

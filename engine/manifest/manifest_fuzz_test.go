@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // fuzzFile is the file name the fuzzed streams are read as.
@@ -35,10 +35,7 @@ func FuzzDecodeStream(f *testing.F) {
 		"../testdata/*/input.yaml", "../testdata/bad/*.yaml",
 		"../../presets/*/preset.yaml", "../../presets/*/sample.yaml", "../../examples/*.yaml",
 	} {
-		found, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
+		found := golden.Glob(f, pattern)
 		files = append(files, found...)
 	}
 	if len(files) < 50 {

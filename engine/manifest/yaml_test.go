@@ -7,11 +7,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	yamlv2 "go.yaml.in/yaml/v2"
+
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // assertSameAsYAMLv2 fails unless the fast writer gives yaml.v2's bytes,
@@ -44,10 +45,7 @@ func TestWriterMatchesYAMLv2(t *testing.T) {
 		"../testdata/*/*.yaml", "../../presets/*/*.yaml", "../../examples/*.yaml", "../../examples/*/*.yaml",
 		"../../internal/cli/testdata/*.yaml", "../../test/integration/testdata/kserve/*.yaml",
 	} {
-		m, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := golden.Glob(t, pattern)
 		files = append(files, m...)
 	}
 	docs, fast := 0, 0

@@ -37,3 +37,18 @@ func Assert(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs (-want +got); if the change is intended, run `go test -update` and review the diff:\n%s", path, diff)
 	}
 }
+
+// Glob returns the files that match pattern (filepath.Glob), and fails the
+// test when the pattern is malformed or matches none: a test over a corpus
+// of cases must not pass with no cases.
+func Glob(tb testing.TB, pattern string) []string {
+	tb.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		tb.Fatalf("glob %s: %v", pattern, err)
+	}
+	if len(files) == 0 {
+		tb.Fatalf("no files match %s", pattern)
+	}
+	return files
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 	"github.com/opendatahub-io/odh-serving/internal/presetlint"
 	"github.com/opendatahub-io/odh-serving/presets"
@@ -59,10 +60,7 @@ func lintFile(t *testing.T, l *presetlint.Linter, file string) []string {
 
 func TestShippedPresetsPass(t *testing.T) {
 	l := newLinter(t)
-	files, err := filepath.Glob("../../presets/*/preset.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no shipped presets: %v", err)
-	}
+	files := golden.Glob(t, "../../presets/*/preset.yaml")
 	for _, f := range files {
 		if problems := lintFile(t, l, f); len(problems) > 0 {
 			t.Errorf("%s:\n  %s", f, strings.Join(problems, "\n  "))

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // Entry points.
@@ -69,10 +71,7 @@ func loadCases(t *testing.T) []*badCase {
 	t.Helper()
 	var cases []*badCase
 	for _, category := range slices.Sorted(maps.Keys(entries)) {
-		files, err := filepath.Glob(filepath.Join("testdata", category, "*.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		files := golden.Glob(t, filepath.Join("testdata", category, "*.yaml"))
 		for _, f := range files {
 			cases = append(cases, loadCase(t, category, category, f))
 		}
@@ -80,10 +79,7 @@ func loadCases(t *testing.T) []*badCase {
 	if len(cases) < minCases {
 		t.Fatalf("testdata holds %d bad inputs; keep at least %d", len(cases), minCases)
 	}
-	engine, err := filepath.Glob("../../engine/testdata/bad/*.yaml")
-	if err != nil || len(engine) == 0 {
-		t.Fatalf("no engine bad inputs: %v", err)
-	}
+	engine := golden.Glob(t, "../../engine/testdata/bad/*.yaml")
 	for _, f := range engine {
 		cases = append(cases, loadCase(t, "engine", "services", f))
 	}

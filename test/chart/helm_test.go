@@ -12,16 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // ciValues lists a chart's ci/*-values.yaml files by their short name
 // ("default" for ci/default-values.yaml).
 func ciValues(t *testing.T, chart string) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no ci values in %s: %v", chart, err)
-	}
+	files := golden.Glob(t, filepath.Join(chart, "ci", "*-values.yaml"))
 	out := map[string]string{}
 	for _, f := range files {
 		out[strings.TrimSuffix(filepath.Base(f), "-values.yaml")] = f

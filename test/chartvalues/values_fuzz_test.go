@@ -3,7 +3,6 @@ package chartvalues
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/presets"
 
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
@@ -130,10 +130,7 @@ func render(t *testing.T, s *manifest.Service, catalog *preset.Catalog, images m
 func seedServices(f *testing.F) [][]byte {
 	f.Helper()
 	var seeds [][]byte
-	values, err := filepath.Glob("../../charts/odh-serving/ci/*-values.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
+	values := golden.Glob(f, "../../charts/odh-serving/ci/*-values.yaml")
 	for _, v := range values {
 		data, err := os.ReadFile(v)
 		if err != nil {
@@ -149,10 +146,7 @@ func seedServices(f *testing.F) [][]byte {
 			seeds = append(seeds, mustYAML(f, doc.Services))
 		}
 	}
-	cases, err := filepath.Glob("../../engine/testdata/*/input.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
+	cases := golden.Glob(f, "../../engine/testdata/*/input.yaml")
 	for _, c := range cases {
 		in, err := manifest.DecodeFile(c)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -69,10 +70,7 @@ func spec(t *testing.T, u *unstructured.Unstructured) map[string]any {
 // TestIntegrationKServeManifestsApply creates KServe-style manifests, in the
 // version they are written in, and reads each back in both versions.
 func TestIntegrationKServeManifestsApply(t *testing.T) {
-	files, err := filepath.Glob("testdata/kserve/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no KServe examples found: %v", err)
-	}
+	files := golden.Glob(t, "testdata/kserve/*.yaml")
 	ns := testenv.NewNamespace(t, cp.Client, "it")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

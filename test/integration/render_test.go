@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -17,14 +18,8 @@ import (
 // the real API server as a server-side dry run, so the real
 // CRD schemas (GIE, Gateway API, LWS) and the built-in types judge them.
 func TestIntegrationGoldenOutputsApply(t *testing.T) {
-	files, err := filepath.Glob("../../engine/testdata/*/expected.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no engine golden outputs found: %v", err)
-	}
-	presetOutputs, err := filepath.Glob("../../presets/*/expected.yaml")
-	if err != nil || len(presetOutputs) == 0 {
-		t.Fatalf("no preset outputs found: %v", err)
-	}
+	files := golden.Glob(t, "../../engine/testdata/*/expected.yaml")
+	presetOutputs := golden.Glob(t, "../../presets/*/expected.yaml")
 	files = append(append(files, presetOutputs...), "../../internal/cli/testdata/examples.yaml")
 	applied := 0
 	for _, file := range files {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -102,10 +103,7 @@ func TestRBACChildren(t *testing.T) {
 // ones only while every namespace is watched.
 func TestRBACChart(t *testing.T) {
 	helm := testenv.HelmFor(t, "helm", "")
-	values, err := filepath.Glob("../../charts/odh-serving/ci/*-values.yaml")
-	if err != nil || len(values) == 0 {
-		t.Fatalf("no ci values files: %v", err)
-	}
+	values := golden.Glob(t, "../../charts/odh-serving/ci/*-values.yaml")
 	type render struct {
 		name          string
 		args          []string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // rendered is what one golden input renders to.
@@ -32,18 +33,12 @@ type rendered struct {
 func renderGolden(t *testing.T) []rendered {
 	t.Helper()
 	var inputs [][]string // render arguments
-	cases, err := filepath.Glob("../../engine/testdata/*/input.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := golden.Glob(t, "../../engine/testdata/*/input.yaml")
 	for _, c := range cases {
 		inputs = append(inputs, append([]string{"-f", c}, caseFlags(t, filepath.Dir(c))...))
 	}
 	for _, pattern := range []string{"../../presets/*/sample.yaml", "../../examples/*.yaml", "../../examples/gpu/*.yaml"} {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
+		files := golden.Glob(t, pattern)
 		for _, f := range files {
 			inputs = append(inputs, []string{"-f", f})
 		}
