@@ -184,3 +184,44 @@ func setCRDLabel(t *testing.T, name, value string) {
 		t.Fatalf("label CRD %s: %v", name, err)
 	}
 }
+
+// TestRestartWritesNothing restarts a lone replica (no leader election)
+// with the CRD lifecycle on: when nothing changed, the new process reports
+// every CRD without an apply and sends no write at all.
+func TestRestartWritesNothing(t *testing.T) {
+	if _, err := crdlifecycle.Apply(t.Context(), cp.Client, crdlifecycle.ApplyOptions{Alpha2: true}); err != nil {
+		t.Fatal(err)
+	}
+	e := startWithGateway(t, func(o *controller.Options) { o.ManageCRDs = true })
+	e.create(simulator)
+	e.waitReady("sim")
+	e.stop()
+
+	want, err := crdlifecycle.GIECRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := crdApplies(t)
+	e.rec = &testenv.Recorder{}
+	e.run()
+	testenv.Eventually(t, "the restarted replica runs the CRD lifecycle", func() error {
+		done := 0.0
+		for result, n := range crdApplies(t) {
+			done += n - before[result]
+		}
+		if int(done) < len(want) {
+			return fmt.Errorf("%v of %d CRDs reported", done, len(want))
+		}
+		return nil
+	})
+	if d := crdApplies(t)["applied"] - before["applied"]; d != 0 {
+		t.Errorf("the restarted replica applied %v CRDs that had not changed", d)
+	}
+	e.waitReady("sim")
+	time.Sleep(2 * time.Second)
+	e.stop()
+	t.Logf("the restarted replica's requests by verb: %v", e.rec.Verbs())
+	if writes := e.rec.Since(0); len(writes) != 0 {
+		t.Errorf("the restarted replica sent %d writes: %v", len(writes), writes)
+	}
+}
