@@ -116,19 +116,12 @@ func TestForeignObjectsUntouched(t *testing.T) {
 // until they land.
 func TestConflictRetried(t *testing.T) {
 	e := startWithGateway(t)
-	failed := 0
-	e.rec.SetConflict(func(method, path string) bool {
-		if method == "PATCH" && strings.HasSuffix(path, "/llminferenceservices/sim/status") && failed < 3 {
-			failed++
-			return true
-		}
-		return false
-	})
+	failed := e.rec.FailFirst(3, "PATCH", "/llminferenceservices/sim/status")
 	e.create(simulator)
 	e.waitReady("sim")
 	e.rec.SetConflict(nil)
-	if failed != 3 {
-		t.Errorf("%d status writes failed, want 3", failed)
+	if n := failed(); n != 3 {
+		t.Errorf("%d status writes failed, want 3", n)
 	}
 }
 

@@ -2,7 +2,6 @@ package controllertest
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -65,22 +64,15 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 	e.waitCondition("sim", "MainWorkloadReady", "True", "")
 
 	before := migrations(t, build.PhaseV1)
-	failed := 0
-	e.rec.SetConflict(func(method, path string) bool {
-		if method == "PATCH" && strings.HasSuffix(path, "/llminferenceservices/sim/status") && failed < 2 {
-			failed++
-			return true
-		}
-		return false
-	})
+	failed := e.rec.FailFirst(2, "PATCH", "/llminferenceservices/sim/status")
 	// The gateway accepts both pools and the route: the route moves to v1.
 	e.simulatePools()
 	e.simulateRoutes()
 	e.waitPhase("sim", build.PhaseV1)
 	e.rec.SetConflict(nil)
 	e.waitReady("sim")
-	if failed != 2 {
-		t.Fatalf("%d status patches failed, want 2", failed)
+	if n := failed(); n != 2 {
+		t.Fatalf("%d status patches failed, want 2", n)
 	}
 	if got := migrations(t, build.PhaseV1) - before; got != 1 {
 		t.Errorf("odh_serving_migrations_total{to=v1} moved by %v, want 1", got)

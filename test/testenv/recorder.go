@@ -124,6 +124,25 @@ func (r *Recorder) SetConflict(conflict func(method, path string) bool) {
 	r.conflict = conflict
 }
 
+// FailFirst makes r answer the first n writes with method to a path that
+// ends in suffix with a 409 Conflict, as SetConflict does, and returns how
+// many it has answered so far.
+func (r *Recorder) FailFirst(n int, method, suffix string) (failed func() int) {
+	count := 0
+	r.SetConflict(func(m, path string) bool { // called with r.mu held
+		if count < n && m == method && strings.HasSuffix(path, suffix) {
+			count++
+			return true
+		}
+		return false
+	})
+	return func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return count
+	}
+}
+
 // RecordingClient is a client of cfg's API server whose requests a new
 // Recorder records.
 func RecordingClient(tb testing.TB, cfg *rest.Config, scheme *runtime.Scheme) (client.Client, *Recorder) {

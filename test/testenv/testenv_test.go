@@ -50,11 +50,18 @@ func TestRecorder(t *testing.T) {
 	if got := r.Take(); !slices.Equal(got, []string{"PUT /b", "DELETE /b"}) {
 		t.Errorf("writes since the last Take %v", got)
 	}
-	if r.Count() != 3 || !slices.Equal(r.Since(2), []string{"DELETE /b"}) {
+	failed := r.FailFirst(1, http.MethodPost, "/c")
+	send(http.MethodPost, "/c")
+	if code := send(http.MethodPost, "/c"); code != http.StatusOK || failed() != 1 {
+		t.Errorf("FailFirst(1): the second write answered %d, %d failed", code, failed())
+	}
+	r.SetConflict(nil)
+	r.Take()
+	if r.Count() != 5 || !slices.Equal(r.Since(2), []string{"DELETE /b", "POST /c", "POST /c"}) {
 		t.Errorf("count %d, since 2 %v", r.Count(), r.Since(2))
 	}
 	send(http.MethodGet, "/a?watch=true")
-	if v := r.Verbs(); v["get"] != 1 || v["watch"] != 1 || v["update"] != 1 || v["patch"] != 1 || v["delete"] != 1 || len(v) != 5 {
+	if v := r.Verbs(); v["get"] != 1 || v["watch"] != 1 || v["update"] != 1 || v["patch"] != 1 || v["delete"] != 1 || v["create"] != 2 || len(v) != 6 {
 		t.Errorf("verbs %v", v)
 	}
 }
