@@ -57,7 +57,7 @@ func TestSecretsStayOutOfLogsEventsStatus(t *testing.T) {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	ctx := t.Context()
-	ns, sys := namespace(t, "secrets"), namespace(t, "secrets-sys")
+	ns, sys := testenv.NewNamespace(t, cp.Client, "secrets"), testenv.NewNamespace(t, cp.Client, "secrets-sys")
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "hf-token", Namespace: ns},
 		StringData: map[string]string{"token": tokenSecret},
@@ -175,15 +175,6 @@ spec:
 	if !strings.Contains(logs.String(), "applying a child that differs") {
 		t.Error("the controller did not log the rotation's difference; the scan missed that path")
 	}
-}
-
-func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := cp.Client.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 func create(t *testing.T, ns, doc string) {
