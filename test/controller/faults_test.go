@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,7 +157,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	ctx := context.Background()
 	e := &env{t: t, c: plane.Client, rec: &testenv.Recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
 	for _, ns := range []string{e.ns, e.sys} {
-		e.must(e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		testenv.EnsureNamespace(t, e.c, ns)
 	}
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.opts = controller.Options{

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,9 +158,7 @@ func TestCRDLifecycle(t *testing.T) {
 		// A fixed name (the control plane is this test's own): the golden
 		// refusal names it.
 		ns := "team-a"
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.EnsureNamespace(t, c, ns)
 		for i := range 11 {
 			pool := &gieapiv1.InferencePool{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pool-%02d", i), Namespace: ns},
