@@ -12,7 +12,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 	"github.com/opendatahub-io/odh-serving/internal/presetlint"
 	"github.com/opendatahub-io/odh-serving/presets"
 )

@@ -19,7 +19,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/presets"
 
 	"github.com/opendatahub-io/odh-serving/internal/golden"
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 // servicesTemplate is the chart template that turns values into services.
