@@ -14,6 +14,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 // odh-serving-render's commands write what odh-serving's do.
