@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,10 +30,20 @@ type enabler struct {
 	mgr        manager.Manager
 	controller controller.Controller
 	crds       cache.Cache
+
+	mu sync.Mutex
+	// done holds the steps of enable that succeeded, by CRD and step (the
+	// CRD alone once its kind is watched): a failed enable is tried again
+	// from the step that failed, and an index or a watch is added once.
+	done map[string]bool
 }
 
 // CRDControllerName names the controller that watches CRDs.
 const CRDControllerName = "odh-serving-crds"
+
+// syncTimeout bounds the wait for a new kind's cache to sync; the CRD is
+// reconciled again, with backoff, if it does not.
+const syncTimeout = time.Minute
 
 // wanted are the optional CRDs this configuration uses.
 func (e *enabler) wanted() []string {
@@ -47,21 +59,49 @@ func (e *enabler) wanted() []string {
 }
 
 // enable starts the watch of crd's kind once, with the index it needs.
-func (e *enabler) enable(ctx context.Context, crd string) error {
-	if !e.r.kinds.markWatched(crd) {
+// With started (the manager runs), it returns only when the kind's cache
+// has synced, so the services reconciled next read it whole.
+//
+// Any step may fail for a while after the CRD is established: the API
+// server lists a new group version in discovery a little later, and until
+// then the REST mapper knows no such kind. The caller tries again; the
+// steps that succeeded are not repeated, and nothing is reported done
+// before every step is.
+func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done == nil {
+		e.done = map[string]bool{}
+	}
+	if e.done[crd] {
 		return nil
 	}
 	gvk := optionalCRDs[crd]
 	k := kind{gvk: gvk, crd: crd}
+	// Before the watch: source.Kind polls a kind it cannot map only every
+	// 10 seconds, and reports that to no one.
+	if _, err := e.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		return fmt.Errorf("map %s (discovery may not list it yet): %w", gvk, err)
+	}
+	step := func(name string, f func() error) error {
+		if e.done[crd+" "+name] {
+			return nil
+		}
+		if err := f(); err != nil {
+			return err
+		}
+		e.done[crd+" "+name] = true
+		return nil
+	}
 	if _, child := kindOf(gvk); child {
-		if err := indexChildren(ctx, e.mgr.GetFieldIndexer(), k); err != nil {
+		if err := step("index children", func() error { return indexChildren(ctx, e.mgr.GetFieldIndexer(), k) }); err != nil {
 			return fmt.Errorf("index %s children: %w", gvk.Kind, err)
 		}
 	}
 	var h handler.EventHandler
 	switch crd {
 	case crdHTTPRoute:
-		if err := indexRoutes(ctx, e.mgr.GetFieldIndexer()); err != nil {
+		if err := step("index routes", func() error { return indexRoutes(ctx, e.mgr.GetFieldIndexer()) }); err != nil {
 			return fmt.Errorf("index HTTPRoutes: %w", err)
 		}
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forRoute)
@@ -72,9 +112,18 @@ func (e *enabler) enable(ctx context.Context, crd string) error {
 	default:
 		h = e.r.childHandler(e.mgr)
 	}
-	if err := e.controller.Watch(source.Kind(e.mgr.GetCache(), k.newObject(), h)); err != nil {
+	if started {
+		// GetInformer starts the informer and waits for it to sync.
+		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		if _, err := e.mgr.GetCache().GetInformer(syncCtx, k.newObject()); err != nil {
+			return fmt.Errorf("sync the %s cache: %w", gvk.Kind, err)
+		}
+	}
+	if err := step("watch", func() error { return e.controller.Watch(source.Kind(e.mgr.GetCache(), k.newObject(), h)) }); err != nil {
 		return fmt.Errorf("watch %s: %w", gvk.Kind, err)
 	}
+	e.done[crd] = true
 	ctrl.LoggerFrom(ctx).Info("watching an optional kind", "crd", crd, "kind", gvk.String())
 	return nil
 }
@@ -120,7 +169,10 @@ func (e *enabler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	usable := err == nil && served(crd, gvk.Version)
 	if usable {
-		if err := e.enable(ctx, req.Name); err != nil {
+		// Until the watch runs the kind stays unusable, and services that
+		// need it keep waiting with CRDMissing; they are reconciled again
+		// once it does.
+		if err := e.enable(ctx, req.Name, true); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

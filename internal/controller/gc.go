@@ -37,6 +37,7 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 			continue
 		}
 		if err := r.pruneKind(ctx, p.svc, k, keep); err != nil {
+			p.failed(k.workload, err)
 			return err
 		}
 	}

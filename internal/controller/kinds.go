@@ -161,17 +161,17 @@ func served(crd *apiextensionsv1.CustomResourceDefinition, version string) bool 
 	})
 }
 
-// availability tracks which optional kinds are watched and usable. A kind
-// becomes available once its watch has started; it stops being available
-// when its CRD goes away (the watch stays, and resumes if the CRD returns).
+// availability tracks which optional kinds are usable. A kind becomes
+// usable once its watch has started and its cache synced (enabler.enable);
+// it stops being usable when its CRD goes away (the watch stays, and
+// resumes if the CRD returns).
 type availability struct {
-	mu      sync.RWMutex
-	usable  map[string]bool // by CRD name
-	watched map[string]bool
+	mu     sync.RWMutex
+	usable map[string]bool // by CRD name
 }
 
 func newAvailability() *availability {
-	return &availability{usable: map[string]bool{}, watched: map[string]bool{}}
+	return &availability{usable: map[string]bool{}}
 }
 
 // has reports whether the kind can be read and written now.
@@ -196,16 +196,4 @@ func (a *availability) set(crd string, usable bool) (changed bool) {
 	changed = a.usable[crd] != usable
 	a.usable[crd] = usable
 	return changed
-}
-
-// markWatched records that the watch of crd's kind started; it reports
-// false when it already had.
-func (a *availability) markWatched(crd string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.watched[crd] {
-		return false
-	}
-	a.watched[crd] = true
-	return true
 }

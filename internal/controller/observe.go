@@ -28,9 +28,11 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		return nil
 	}
 	if err := r.workloads(ctx, p); err != nil {
+		p.failed(true, err)
 		return err
 	}
 	if err := r.router(ctx, p); err != nil {
+		p.failed(false, err)
 		return err
 	}
 	r.migrationStatus(p)

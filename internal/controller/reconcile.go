@@ -138,6 +138,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		p.crdMissing(missing)
 		return 0, nil
 	}
+	p.crdsPresent()
 	certRequeue, err := r.ensureTLS(ctx, p)
 	if err != nil {
 		p.failed(false, err)

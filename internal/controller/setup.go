@@ -105,8 +105,11 @@ func Setup(mgr manager.Manager, opts Options) error {
 			return fmt.Errorf("get CustomResourceDefinition %s: %w", crd, err)
 		}
 		if err == nil && served(got, optionalCRDs[crd].Version) {
-			if err := e.enable(ctx, crd); err != nil {
-				return err
+			if err := e.enable(ctx, crd, false); err != nil {
+				// A CRD made just before the start may not be in discovery
+				// yet: the CRD watcher enables the kind when it can.
+				mgr.GetLogger().Info("an optional kind is left to the CRD watcher", "crd", crd, "reason", err.Error())
+				continue
 			}
 			r.kinds.set(crd, true)
 		}

@@ -72,7 +72,18 @@ func (p *pass) crdMissing(missing []kind) {
 	p.settled = true
 }
 
-// failed records an error writing children.
+// crdsPresent drops a CRDMissing left by an earlier pass once every kind
+// the service needs is served: if this pass fails before it observes the
+// children, the status says why, not that a CRD is missing.
+func (p *pass) crdsPresent() {
+	for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady} {
+		if c := p.conds.get(t); c != nil && c.Reason == ReasonCRDMissing {
+			p.conds.remove(t)
+		}
+	}
+}
+
+// failed records an error writing or reading children.
 func (p *pass) failed(workload bool, err error) {
 	t := v1alpha2.ConditionRouterReady
 	if workload {

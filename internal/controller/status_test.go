@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -114,5 +115,29 @@ func TestParentsVerdict(t *testing.T) {
 	}
 	if v := parentsVerdict("pool", 1, [][]metav1.Condition{ok, {cnd("Accepted", true, "Accepted", 1)}}); v.ok {
 		t.Error("a parent without ResolvedRefs counts as ready")
+	}
+}
+
+// A service that waited on a CRD and then fails to reconcile says why it
+// failed, not that the CRD is missing.
+func TestFailureAfterCRDMissingReplacesIt(t *testing.T) {
+	svc := testService()
+	p := &pass{svc: svc, conds: newConditions(svc, time.Now())}
+	p.crdMissing([]kind{{gvk: gvkLWS, crd: crdLWS, workload: true}})
+	if got := p.conds.get(v1alpha2.ConditionReady); got.Reason != ReasonCRDMissing {
+		t.Fatalf("Ready = %+v, want CRDMissing", got)
+	}
+	svc.Status.Conditions = p.conds.sorted()
+
+	p = &pass{svc: svc, conds: newConditions(svc, time.Now())}
+	p.crdsPresent()
+	p.failed(false, errors.New("list LeaderWorkerSet children: boom"))
+	for _, c := range p.conds.sorted() {
+		if c.Reason == ReasonCRDMissing {
+			t.Errorf("%s still says CRDMissing: %s", c.Type, c.Message)
+		}
+	}
+	if got := p.conds.get(v1alpha2.ConditionReady); got.Reason != ReasonReconcileError || got.Message != "list LeaderWorkerSet children: boom" {
+		t.Errorf("Ready = %+v, want ReconcileError with the error", got)
 	}
 }

@@ -3,7 +3,10 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -38,10 +43,70 @@ func installCRD(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
 	})
 }
 
+// discoveryLag answers the first n discovery requests for gv, once armed,
+// with 404 Not Found: an API server lists a new CRD's group version some
+// time after the CRD is established, and a REST mapper that asks in
+// between finds no kind.
+type discoveryLag struct {
+	path  string
+	mu    sync.Mutex
+	left  int
+	taken int
+}
+
+func newDiscoveryLag(gv string) *discoveryLag { return &discoveryLag{path: "/apis/" + gv} }
+
+// arm hides the group version from the next n discovery requests.
+func (d *discoveryLag) arm(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.left = n
+}
+
+// hidden is how many requests were answered 404.
+func (d *discoveryLag) hidden() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.taken
+}
+
+func (d *discoveryLag) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		d.mu.Lock()
+		hide := req.Method == http.MethodGet && req.URL.Path == d.path && d.left > 0
+		if hide {
+			d.left--
+			d.taken++
+		}
+		d.mu.Unlock()
+		if !hide {
+			return next.RoundTrip(req)
+		}
+		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
+		return &http.Response{
+			StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
+			Header: http.Header{"Content-Type": []string{"application/json"}},
+			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+		}, nil
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // TestCRDAppearsAfterStart removes the LeaderWorkerSet CRD, starts the
 // controller, and installs the CRD again: a multi-node service waits with a
 // clear condition, the controller keeps serving other services, and the
 // LeaderWorkerSet watch starts with no restart.
+//
+// The controller's discovery does not list the LeaderWorkerSet group
+// version for a few requests after the CRD is back, as on a loaded API
+// server: the watch must still start, with its index, and the service must
+// not keep a stale CRDMissing. It did until a restart: the first try to
+// enable the kind failed, the retry found it marked watched and added
+// neither index nor watch, and every reconcile failed listing
+// LeaderWorkerSets, backing off towards 1,000 s.
 func TestCRDAppearsAfterStart(t *testing.T) {
 	ctx := context.Background()
 	loaded, err := crds.Load(crds.LWS)
@@ -62,7 +127,11 @@ func TestCRDAppearsAfterStart(t *testing.T) {
 	})
 
 	t.Logf("%s the LWS CRD is gone", time.Now().Format(time.StampMilli))
-	e := startWithGateway(t)
+	lag := newDiscoveryLag(lwsv1.GroupVersion.String())
+	e := newEnv(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
+	e.wrap = lag.wrap
+	e.run()
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.create(`
 metadata:
   name: mn
@@ -100,9 +169,14 @@ spec:
 	})
 
 	t.Logf("%s installing the LWS CRD", time.Now().Format(time.StampMilli))
+	lag.arm(3)
 	installCRD(t, crd)
 	t.Logf("%s the LWS CRD is back", time.Now().Format(time.StampMilli))
 	e.waitExists(lws, "mn-kserve-mn")
 	t.Logf("%s the LeaderWorkerSet exists", time.Now().Format(time.StampMilli))
 	e.waitReady("mn") // LeaderWorkerSet status events arrive through the new watch
+	if lag.hidden() == 0 {
+		t.Error("no discovery request for the LeaderWorkerSet group was answered 404; the test did not make discovery lag")
+	}
+	e.assertSteadyState()
 }

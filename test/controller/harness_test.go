@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
@@ -42,7 +43,11 @@ type env struct {
 	poolFilter func(name string) bool
 	// cfg, when set, is the API server the controller talks to instead of
 	// the package's control plane (c should reach the same one).
-	cfg *rest.Config // catalog and images render the env's services like the controller
+	cfg *rest.Config
+	// wrap, when set, wraps the controller's transport, outside the
+	// recorder: a test can answer some requests itself.
+	wrap transport.WrapperFunc
+	// catalog and images render the env's services like the controller
 	// (renderedChildren fills them).
 	catalog *preset.Catalog
 	images  map[string]string
@@ -51,6 +56,14 @@ type env struct {
 // start runs a controller for a new namespace, with a new system
 // namespace that holds the ingress gateway.
 func start(t *testing.T, mods ...func(*controller.Options)) *env {
+	t.Helper()
+	e := newEnv(t, mods...)
+	e.run()
+	return e
+}
+
+// newEnv is start without running the controller.
+func newEnv(t *testing.T, mods ...func(*controller.Options)) *env {
 	t.Helper()
 	e := &env{t: t, c: cp.Client, rec: &testenv.Recorder{}}
 	e.ns = testenv.NewNamespace(t, cp.Client, "t")
@@ -62,7 +75,6 @@ func start(t *testing.T, mods ...func(*controller.Options)) *env {
 	for _, m := range mods {
 		m(&e.opts)
 	}
-	e.run()
 	return e
 }
 
@@ -107,6 +119,9 @@ func (e *env) run() {
 		base = e.cfg
 	}
 	cfg, opts := e.rec.Config(base), e.opts
+	if e.wrap != nil {
+		cfg.Wrap(e.wrap)
+	}
 	e.stop = testenv.Start(e.t, "controller", func(ctx context.Context) error { return controller.Run(ctx, cfg, opts) })
 }
 
