@@ -134,7 +134,7 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 func (e *enabler) setup() error {
 	crds, err := cache.New(e.mgr.GetConfig(), cache.Options{
 		HTTPClient: e.mgr.GetHTTPClient(), Scheme: e.mgr.GetScheme(), Mapper: e.mgr.GetRESTMapper(),
-		DefaultTransform: stripCRD,
+		DefaultTransform: stripCRD, NewInformer: newInformer,
 	})
 	if err != nil {
 		return fmt.Errorf("CRD cache: %w", err)

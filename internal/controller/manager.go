@@ -89,6 +89,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
+		NewInformer:      newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Secrets are many and sensitive: only ours (serving
 			// certificates and the CA carry managed-by).
