@@ -174,7 +174,7 @@ bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
 	go test -run '^$$' -bench . -benchmem -count 5 ./engine/...
 
 .PHONY: bench-controller
-bench-controller: test-assets ## Converge 100 and 500 prefill/decode services with the controller against the local API server (record in docs/benchmarks.md).
+bench-controller: test-assets ## Converge 100, 500 and 1,000 prefill/decode services with the controller (its own process) against the local API server (record in docs/benchmarks.md).
 	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/controller/ -run '^$$' -bench '^BenchmarkConverge$$' -benchtime 1x -timeout 40m
 
 .PHONY: update-golden

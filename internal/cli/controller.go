@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -62,10 +64,21 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	return cmd
 }
 
+// controllerGCPercent is the controller's garbage collection target
+// unless GOGC is set: a long-running process whose live heap is mostly its
+// cache, so memory is the cost to bound. At 1,000 prefill/decode services
+// (BenchmarkConverge) the peak RSS was 211-218 MiB instead of 302-315 at the
+// default 100, for 15 % more of the controller's processor time (16.3
+// against 14.2 s).
+const controllerGCPercent = 50
+
 func runController(ctx context.Context, f *controllerFlags) error {
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(controllerGCPercent))
 	}
 	return controller.Run(ctx, cfg, f.opts)
 }

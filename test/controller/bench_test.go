@@ -1,12 +1,12 @@
 package controllertest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,12 +33,16 @@ import (
 // creating the services took), the writes the controller sent per service
 // until then and until its statuses settled (writes/service), the writes
 // while every service is reconciled once more afterwards (steady-writes,
-// over steady-reconciles; 0 is the goal), and the process's peak RSS
-// (peak-rss-MiB;
-// the test process holds the controller, the webhooks and the test
-// clients, not the API server). Run it with `make bench-controller`.
+// over steady-reconciles; 0 is the goal), and memory and CPU. The
+// controller runs as its own odh-serving process (BENCH_CONTROLLER=inprocess
+// runs it in the test process instead): controller-peak-rss-MiB and
+// controller-cpu-s are that process's, test-peak-rss-MiB and
+// test-process-cpu-s the test process's (its clients and the children
+// cache; with inprocess also the controller), apiserver+etcd-cpu-s the
+// control plane's. Run it with `make bench-controller`; one size with
+// -bench 'BenchmarkConverge/services=1000$'.
 func BenchmarkConverge(b *testing.B) {
-	for _, n := range []int{100, 500} {
+	for _, n := range []int{100, 500, 1000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			for range b.N {
 				converge(b, n)
@@ -49,7 +53,6 @@ func BenchmarkConverge(b *testing.B) {
 
 func converge(b *testing.B, n int) {
 	b.Helper()
-	ctx := context.Background()
 	resetPeakRSS()
 	runtime.GC()
 	e := &env{t: b, c: cp.Client, rec: &testenv.Recorder{}}
@@ -61,20 +64,25 @@ func converge(b *testing.B, n int) {
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MaxConcurrentReconciles: benchWorkers(),
 	}
 	perService, kinds := childrenOf(b, e.sys)
-	cfg := e.rec.Config(cp.Config)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- controller.Run(runCtx, cfg, e.opts) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("controller: %v", err)
-		}
-	}()
+	ctl := startBenchController(b, e)
+	defer ctl.stop()
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
 	children := watchChildren(b, runCtx, kinds)
 	b.ResetTimer()
-	cpuBefore, serversBefore := processCPU(), childrenCPU(b)
+	ctlCPU := func() time.Duration {
+		if ctl.pid() == 0 {
+			return 0
+		}
+		d, err := procCPU(ctl.pid())
+		if err != nil {
+			b.Fatalf("controller CPU: %v", err)
+		}
+		return d
+	}
+	cpuBefore, serversBefore, ctlBefore := processCPU(), childrenCPU(b, ctl.pid()), ctlCPU()
+	writesBefore := ctl.writes()
 	began := time.Now()
 	createServices(b, e.ns, n)
 	created := time.Since(began)
@@ -90,45 +98,62 @@ func converge(b *testing.B, n int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(began)
-	cpu, servers := processCPU()-cpuBefore, childrenCPU(b)-serversBefore
+	cpu, servers, ctlUsed := processCPU()-cpuBefore, childrenCPU(b, ctl.pid())-serversBefore, ctlCPU()-ctlBefore
 	b.StopTimer()
-	writesAtChildren := e.rec.Count()
+	writesAtChildren := ctl.writes() - writesBefore
 
-	// Settled: no write for a few seconds.
-	last, quiet := e.rec.Count(), time.Now()
+	// Settled: no write for 3 seconds (statuses follow the children).
+	last, quiet := ctl.writes(), time.Now()
 	for time.Since(quiet) < 3*time.Second {
+		if time.Since(began) > 15*time.Minute {
+			b.Fatalf("the controller still writes after 15 minutes")
+		}
 		time.Sleep(500 * time.Millisecond)
-		if c := e.rec.Count(); c != last {
+		if c := ctl.writes(); c != last {
 			last, quiet = c, time.Now()
 		}
 	}
-	settled := e.rec.Count()
+	settled := ctl.writes() - writesBefore
+	settledAfter := time.Since(began)
 
 	// A full resync: every service is touched (an annotation the engine
 	// does not propagate) and so reconciled; none of it should write.
-	reconciledBefore := reconciles(b)
+	reconciledBefore := ctl.reconciles()
 	names := make([]string, n)
 	for i := range n {
 		names[i] = fmt.Sprintf("pd-%04d", i)
 	}
 	touch(b, e.c, e.ns, names)
 	deadline := time.Now().Add(5 * time.Minute)
-	for reconciles(b)-reconciledBefore < float64(n) && time.Now().Before(deadline) {
+	for ctl.reconciles()-reconciledBefore < float64(n) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
-	steady := e.rec.Count() - settled
-	steadyReconciles := reconciles(b) - reconciledBefore
+	steady := ctl.writes() - writesBefore - settled
+	steadyReconciles := ctl.reconciles() - reconciledBefore
+
+	if path := os.Getenv("BENCH_HEAPPROFILE"); path != "" && ctl.pid() == 0 {
+		writeHeapProfile(b, path) // the in-process controller's live heap
+	}
 
 	b.ReportMetric(took.Seconds(), "s-to-children")
 	b.ReportMetric(created.Seconds(), "s-to-create")
+	b.ReportMetric(settledAfter.Seconds(), "s-to-settled")
 	b.ReportMetric(float64(writesAtChildren)/float64(n), "writes/service-to-children")
 	b.ReportMetric(float64(settled)/float64(n), "writes/service")
 	b.ReportMetric(float64(steady), "steady-writes")
 	b.ReportMetric(steadyReconciles, "steady-reconciles")
-	b.ReportMetric(peakRSSMiB(b), "peak-rss-MiB")
+	b.ReportMetric(peakRSSMiB(b, "self"), "test-peak-rss-MiB")
+	if pid := ctl.pid(); pid != 0 {
+		b.ReportMetric(peakRSSMiB(b, strconv.Itoa(pid)), "controller-peak-rss-MiB")
+		b.ReportMetric(ctlUsed.Seconds(), "controller-cpu-s")
+		if heap, err := ctl.(*process).gauge("go_memstats_heap_inuse_bytes"); err == nil {
+			b.ReportMetric(heap/(1<<20), "controller-heap-inuse-MiB") // at the end, after the resync
+		}
+	}
 	b.ReportMetric(cpu.Seconds(), "test-process-cpu-s")
 	b.ReportMetric(servers.Seconds(), "apiserver+etcd-cpu-s")
+	b.ReportMetric(servers.Seconds()*1000/float64(n), "apiserver+etcd-cpu-ms/service")
 }
 
 // childrenOf renders the benchmark's service once: how many children a
@@ -278,8 +303,9 @@ func processCPU() time.Duration {
 }
 
 // childrenCPU is the CPU time the child processes (kube-apiserver and
-// etcd, which envtest starts) have used, from /proc (Linux; 0 elsewhere).
-func childrenCPU(b *testing.B) time.Duration {
+// etcd, which envtest starts) have used, from /proc (Linux; 0 elsewhere);
+// skip, when not 0, is a child left out (the controller's process).
+func childrenCPU(b *testing.B, skip int) time.Duration {
 	b.Helper()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	self := strconv.Itoa(os.Getpid())
@@ -295,7 +321,7 @@ func childrenCPU(b *testing.B) time.Duration {
 			continue
 		}
 		f := strings.Fields(string(data)[i+1:])
-		if len(f) < 13 || f[1] != self {
+		if len(f) < 13 || f[1] != self || (skip != 0 && path == fmt.Sprintf("/proc/%d/stat", skip)) {
 			continue
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
@@ -309,30 +335,34 @@ func childrenCPU(b *testing.B) time.Duration {
 // each run reports its own (Linux; ignored elsewhere).
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o600) }
 
-// peakRSSMiB reads VmHWM from /proc/self/status.
-func peakRSSMiB(b *testing.B) float64 {
+// peakRSSMiB reads VmHWM from /proc/<pid>/status ("self" for this
+// process); 0 where there is none.
+func peakRSSMiB(b *testing.B, pid string) float64 {
 	b.Helper()
-	f, err := os.Open("/proc/self/status")
+	mib, err := procPeakRSSMiB(pid)
 	if err != nil {
-		b.Logf("no peak RSS: %v", err)
-		return 0
+		b.Logf("no peak RSS of %s: %v", pid, err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb / 1024
-		}
-	}
-	return 0
+	return mib
 }
 
 // benchWorkers is BENCH_WORKERS, or the controller's default.
 func benchWorkers() int {
 	n, _ := strconv.Atoi(os.Getenv("BENCH_WORKERS"))
 	return n
+}
+
+// writeHeapProfile writes this process's heap profile after a collection
+// (BENCH_HEAPPROFILE, with BENCH_CONTROLLER=inprocess).
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
