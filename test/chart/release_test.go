@@ -166,34 +166,14 @@ func TestInstallFromArchive(t *testing.T) {
 func previousArchives(t *testing.T) (chart, crds string) {
 	t.Helper()
 	dir := t.TempDir()
-	archive := exec.Command("git", "archive", "--format=tar", previousRelease, "charts/odh-serving", "charts/odh-serving-crds")
+	tarball := filepath.Join(dir, "previous.tar")
+	archive := exec.Command("git", "archive", "--output", tarball, previousRelease, "charts/odh-serving", "charts/odh-serving-crds")
 	archive.Dir = "../.."
-	out, err := archive.Output()
-	if err != nil {
-		t.Fatalf("git archive %s (the previous release's charts; a shallow clone lacks it: fetch the history): %v", previousRelease, err)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s (the previous release's charts; a shallow clone lacks it: fetch the history): %v\n%s", previousRelease, err, out)
 	}
-	tr := tar.NewReader(strings.NewReader(string(out)))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		target := filepath.Join(dir, filepath.FromSlash(h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			var data []byte
-			if data, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(target, data, 0o644)
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if out, err := exec.Command("tar", "-xf", tarball, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("unpack %s: %v\n%s", tarball, err, out)
 	}
 	dist := filepath.Join(dir, "dist")
 	if err := helmPackage(dist, filepath.Join(dir, "charts/odh-serving"), filepath.Join(dir, "charts/odh-serving-crds")); err != nil {
