@@ -1,0 +1,20 @@
+// Package tier reads the tiers of Models-as-a-Service (MaaS) in ODH's
+// formats, so that every part of odh-serving reads them the same way:
+//   - the tier list: the ConfigMap tier-to-group-mapping, key tiers, a YAML
+//     list of {name, displayName, description, level, groups} (Parse);
+//   - the namespace of a tier: a prefix and the tier's name, ODH's
+//     <instance>-tier-<name> with the instance maas-default-gateway
+//     (Config.Namespace); a tier's ServiceAccount tokens are minted there;
+//   - which tier a caller's groups resolve to: the highest level among the
+//     tiers whose groups, or whose namespace's ServiceAccount group, the
+//     caller is in; the first listed on a tie (Config.Resolve);
+//   - which tiers a service is published to: the annotation
+//     alpha.maas.opendatahub.io/tiers, a JSON list of tier names where []
+//     is every tier (Config.Published).
+//
+// The engine builds each published service's model-user Role and its
+// tiers' RoleBindings from these; the MaaS API server resolves callers and
+// lists models with them; Flags are the command-line flags both take, so
+// one chart value reaches both. The package reads no cluster: callers pass
+// the ConfigMap's data in.
+package tier
