@@ -20,7 +20,13 @@ func kserveStyleService() *v1alpha1.LLMInferenceService {
 	return &v1alpha1.LLMInferenceService{
 		ObjectMeta: metav1.ObjectMeta{Name: "llama", Namespace: "team-a"},
 		Spec: v1alpha1.LLMInferenceServiceSpec{
-			Model: v1alpha1.LLMModelSpec{URI: "hf://meta-llama/Llama-3.1-8B", Name: ptr.To("llama"), Criticality: &crit},
+			Model: v1alpha1.LLMModelSpec{
+				URI: "hf://meta-llama/Llama-3.1-8B", Name: ptr.To("llama"), Criticality: &crit,
+				LoRA: &v1alpha2.LoRASpec{
+					Adapters: []v1alpha2.LoRAAdapter{{Name: ptr.To("sql"), URI: "hf://team/sql-lora"}},
+					MaxRank:  ptr.To[int32](32), MaxAdapters: ptr.To[int32](2), MaxCPUAdapters: ptr.To[int32](4),
+				},
+			},
 			Router: &v1alpha1.RouterSpec{
 				Route:   &v1alpha2.GatewayRoutesSpec{},
 				Gateway: &v1alpha2.GatewaySpec{},
@@ -53,6 +59,9 @@ func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, hub.Spec.Router.Scheduler.Pool.Spec); diff != "" {
 		t.Errorf("pool spec (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(kserveStyleService().Spec.Model.LoRA, hub.Spec.Model.LoRA); diff != "" {
+		t.Errorf("lora (-want +got):\n%s", diff)
 	}
 	back := &v1alpha1.LLMInferenceService{}
 	if err := back.ConvertFrom(hub); err != nil {

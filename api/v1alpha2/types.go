@@ -104,19 +104,39 @@ type LLMModelSpec struct {
 	LoRA *LoRASpec `json:"lora,omitempty"`
 }
 
-// LoRASpec lists LoRA adapters.
+// LoRASpec lists LoRA adapters and the vLLM limits for serving them.
 type LoRASpec struct {
-	// Adapters are loaded beside the base model.
+	// Adapters are loaded beside the base model, with --enable-lora and
+	// --lora-modules.
 	// +optional
 	Adapters []LoRAAdapter `json:"adapters,omitempty"`
+
+	// MaxRank is the highest adapter rank served (vLLM --max-lora-rank).
+	// Unset, vLLM's default applies.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxRank *int32 `json:"maxRank,omitempty"`
+
+	// MaxAdapters is how many adapters a batch may use at once (vLLM
+	// --max-loras). Unset, vLLM's default applies.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxAdapters *int32 `json:"maxAdapters,omitempty"`
+
+	// MaxCPUAdapters is how many adapters are cached in CPU memory (vLLM
+	// --max-cpu-loras). Unset, vLLM's default applies.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxCPUAdapters *int32 `json:"maxCpuAdapters,omitempty"`
 }
 
 // LoRAAdapter is one LoRA adapter.
 type LoRAAdapter struct {
-	// URI is where the adapter is stored.
+	// URI is where the adapter is stored: hf://, s3:// or pvc://.
 	// +optional
 	URI string `json:"uri,omitempty"`
-	// Name is the name clients use for the adapter.
+	// Name is the name clients use for the adapter; it is required and
+	// unique among the adapters.
 	// +optional
 	Name *string `json:"name,omitempty"`
 }

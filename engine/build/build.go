@@ -120,7 +120,11 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{svc: svc, spec: spec, opts: opts, names: n}
+	lora, err := loraAdapters(spec)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{svc: svc, spec: spec, opts: opts, names: n, lora: lora}
 	if err := b.workloads(); err != nil {
 		return nil, err
 	}
@@ -138,6 +142,7 @@ type builder struct {
 	spec  *v1alpha2.LLMInferenceServiceSpec
 	opts  Options
 	names names
+	lora  []loraAdapter // spec.model.lora.adapters, checked and sorted
 	out   []Object
 }
 

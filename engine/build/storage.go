@@ -49,25 +49,8 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 	c := &pod.Containers[main]
 	switch scheme {
 	case "hf", "s3":
-		img := b.opts.StorageInitializerImage
-		if img == "" {
-			img = DefaultStorageInitializerImage
-		}
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		pod.InitContainers = append([]corev1.Container{{
-			Name:         StorageInitializer,
-			Image:        img,
-			Args:         []string{uri, ModelMountPath},
-			VolumeMounts: []corev1.VolumeMount{{Name: provisionVolume, MountPath: ModelMountPath}},
-			// The restricted Pod Security level: the download needs no
-			// privilege (the image runs as a non-root user).
-			SecurityContext: &corev1.SecurityContext{
-				RunAsNonRoot:             ptr(true),
-				AllowPrivilegeEscalation: ptr(false),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-		}}, pod.InitContainers...)
+		pod.InitContainers = append([]corev1.Container{b.storageInitializer([]string{uri, ModelMountPath}, ModelMountPath)}, pod.InitContainers...)
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: ModelMountPath, ReadOnly: true})
 	case "pvc":
 		claim, sub, _ := strings.Cut(rest, "/")
@@ -90,4 +73,27 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 		return fmt.Errorf("spec.model.uri %q: unknown storage scheme %q; supported: hf://, s3://, pvc://, oci://", uri, scheme)
 	}
 	return nil
+}
+
+// storageInitializer downloads each URI in args (pairs of URI and
+// destination) into the download volume, mounted read-write at mountPath.
+func (b *builder) storageInitializer(args []string, mountPath string) corev1.Container {
+	img := b.opts.StorageInitializerImage
+	if img == "" {
+		img = DefaultStorageInitializerImage
+	}
+	return corev1.Container{
+		Name:         StorageInitializer,
+		Image:        img,
+		Args:         args,
+		VolumeMounts: []corev1.VolumeMount{{Name: provisionVolume, MountPath: mountPath}},
+		// The restricted Pod Security level: the download needs no
+		// privilege (the image runs as a non-root user).
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr(true),
+			AllowPrivilegeEscalation: ptr(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
 }

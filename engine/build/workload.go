@@ -154,13 +154,14 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 	return nil
 }
 
-// servingPod copies a pod template and adds the model storage and the pool
-// name the routing sidecar needs.
+// servingPod copies a pod template and adds the model storage, the LoRA
+// adapters and the pool name the routing sidecar needs.
 func (b *builder) servingPod(tmpl *corev1.PodSpec) (*corev1.PodSpec, error) {
 	pod := tmpl.DeepCopy()
 	if err := b.addStorage(pod); err != nil {
 		return nil, err
 	}
+	b.addLoRA(pod, b.lora)
 	for i := range pod.InitContainers {
 		c := &pod.InitContainers[i]
 		if c.Name == RoutingSidecar && !hasEnv(c, "INFERENCE_POOL_NAME") {
