@@ -160,3 +160,38 @@ func TestConfigConvertsLikeService(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+// spec.scaling and spec.prefill.scaling have one shape in both versions and
+// pass through conversion as written, both ways.
+func TestScalingRoundTrips(t *testing.T) {
+	scaling := func(s v1alpha2.ScalingSpec) *v1alpha2.ScalingSpec { return &s }
+	in := kserveStyleService()
+	in.Spec.Scaling = scaling(v1alpha2.ScalingSpec{
+		MinReplicas: ptr.To[int32](2), MaxReplicas: 8,
+		WVA: &v1alpha2.WVASpec{VariantCost: "12.5", ActuatorSpec: v1alpha2.ActuatorSpec{KEDA: &v1alpha2.KEDAScalingSpec{
+			PollingInterval: ptr.To[int32](5), IdleReplicaCount: ptr.To[int32](0),
+			Fallback: &v1alpha2.KEDAFallback{FailureThreshold: 3, Replicas: 2},
+		}}},
+	})
+	in.Spec.Prefill = &v1alpha2.WorkloadSpec{Scaling: scaling(v1alpha2.ScalingSpec{
+		MaxReplicas: 4,
+		WVA:         &v1alpha2.WVASpec{ActuatorSpec: v1alpha2.ActuatorSpec{KEDA: &v1alpha2.KEDAScalingSpec{CooldownPeriod: ptr.To[int32](30)}}},
+	})}
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := in.ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in.Spec.Scaling, hub.Spec.Scaling); diff != "" {
+		t.Errorf("spec.scaling in v1alpha2 (-v1alpha1 +v1alpha2):\n%s", diff)
+	}
+	if diff := cmp.Diff(in.Spec.Prefill, hub.Spec.Prefill); diff != "" {
+		t.Errorf("spec.prefill in v1alpha2 (-v1alpha1 +v1alpha2):\n%s", diff)
+	}
+	back := &v1alpha1.LLMInferenceService{}
+	if err := back.ConvertFrom(hub); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in.Spec, back.Spec); diff != "" {
+		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 (-in +out):\n%s", diff)
+	}
+}

@@ -58,6 +58,9 @@ type LLMInferenceServiceConfigList struct {
 
 // LLMInferenceServiceSpec is v1alpha2.LLMInferenceServiceSpec with the
 // v1alpha1 model (criticality) and scheduler pool shapes.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !has(self.prefill) || !has(self.prefill.scaling) || has(self.scaling.keda) == has(self.prefill.scaling.keda)",message="decode and prefill must use the same scaling mode (wva or keda)"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !has(self.prefill) || !has(self.prefill.scaling) || !has(self.scaling.wva) || !has(self.prefill.scaling.wva) || has(self.scaling.wva.hpa) == has(self.prefill.scaling.wva.hpa)",message="decode and prefill must use the same actuator backend (hpa or keda)"
 type LLMInferenceServiceSpec struct {
 	// Model is the model to serve.
 	// +optional

@@ -63,6 +63,9 @@ type LLMInferenceServiceConfigList struct {
 
 // LLMInferenceServiceSpec is the desired state of a service, and the partial
 // state a preset contributes.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !has(self.prefill) || !has(self.prefill.scaling) || has(self.scaling.keda) == has(self.prefill.scaling.keda)",message="decode and prefill must use the same scaling mode (wva or keda)"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaling) || !has(self.prefill) || !has(self.prefill.scaling) || !has(self.scaling.wva) || !has(self.prefill.scaling.wva) || has(self.scaling.wva.hpa) == has(self.prefill.scaling.wva.hpa)",message="decode and prefill must use the same actuator backend (hpa or keda)"
 type LLMInferenceServiceSpec struct {
 	// Model is the model to serve. Presets may leave it empty.
 	// +optional
@@ -143,11 +146,19 @@ type LoRAAdapter struct {
 
 // WorkloadSpec describes one model-server workload: a Deployment for a single
 // node, or a LeaderWorkerSet when worker is set.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.scaling))",message="replicas and scaling are mutually exclusive; use scaling for autoscaled deployments or replicas for static deployments"
 type WorkloadSpec struct {
 	// Replicas is the number of serving replicas (LWS groups when multi-node).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Scaling autoscales the workload: odh-serving renders the actuator
+	// (an HPA or a KEDA ScaledObject) and leaves the workload's replicas
+	// to it. Exclusive with replicas.
+	// +optional
+	Scaling *ScalingSpec `json:"scaling,omitempty"`
 
 	// Parallelism configures tensor, pipeline, data and expert parallelism.
 	// +optional

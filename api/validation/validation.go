@@ -57,6 +57,7 @@ func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList 
 	if spec.Prefill != nil {
 		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), true)...)
 	}
+	errs = append(errs, validateScalings(spec, path)...)
 	return append(errs, validatePods(spec, path)...)
 }
 
@@ -120,7 +121,18 @@ func validateSpec(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path, comp
 	if spec.Router != nil {
 		errs = append(errs, validateRouter(spec.Router, path.Child("router"))...)
 	}
-	return errs
+	return append(errs, validateScalings(spec, path)...)
+}
+
+// validateScalings checks the scaling of both workloads and that they agree.
+// The CRD checks every object's scaling in full, so these rules hold for a
+// preset and a service alone as much as for the merged spec.
+func validateScalings(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path) field.ErrorList {
+	errs := validateScaling(&spec.WorkloadSpec, path)
+	if spec.Prefill != nil {
+		errs = append(errs, validateScaling(spec.Prefill, path.Child("prefill"))...)
+	}
+	return append(errs, validateScalingPair(spec, path)...)
 }
 
 func validateWorkload(w *v1alpha2.WorkloadSpec, path *field.Path, complete bool) field.ErrorList {
