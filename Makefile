@@ -152,7 +152,8 @@ test-unit: ## Run the unit tests only (no control plane).
 
 # Every fuzz target as package:Target; `go test -fuzz` takes one at a time.
 FUZZ_TARGETS := ./api/v1alpha1:FuzzRoundTrip ./engine:FuzzRender ./engine/merge:FuzzMerge \
-	./engine/template:FuzzTemplate ./engine/manifest:FuzzDecodeStream ./test/chartvalues:FuzzValuesToServices
+	./engine/template:FuzzTemplate ./engine/manifest:FuzzDecodeStream \
+	./engine/manifest:FuzzSplitMatchesYAMLv3 ./test/chartvalues:FuzzValuesToServices
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each, in turn (default 30s; make fuzz FUZZTIME=10m).

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -22,61 +21,35 @@ import (
 type Document struct {
 	File string
 	Line int
-	// JSON is the document as JSON.
+	// Item is the object's path in the List document it came from, such as
+	// "items[2]", or "" for a document of its own.
+	Item string
+	// JSON is the object as JSON.
 	JSON   []byte
 	Object *unstructured.Unstructured
 }
 
-// Where is "file:line".
-func (d *Document) Where() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+// Where is "file:line", and the item for an object of a List.
+func (d *Document) Where() string {
+	if d.Item != "" {
+		return fmt.Sprintf("%s:%d: %s", d.File, d.Line, d.Item)
+	}
+	return fmt.Sprintf("%s:%d", d.File, d.Line)
+}
 
-// Split reads a multi-document YAML stream. Empty documents are skipped; a
-// document that is not an object with apiVersion and kind is an error. The
-// documents are decoded on every core; the first error in stream order is
-// returned.
+// Split reads a multi-document YAML (or JSON) stream into its objects, in
+// stream order. Documents are cut as splitDocuments says; empty ones and
+// "null" ones are skipped, as kubectl does; a document of a kind ending in
+// List with an items array (a v1 List, as kubectl and Helm write them)
+// stands for its items. Any other document that is not an object with
+// apiVersion and kind is an error. The documents are decoded on every
+// core; the first error in stream order is returned.
 func Split(file string, data []byte) ([]Document, error) {
-	type chunk struct {
-		text []byte
-		line int
+	chunks, err := splitDocuments(file, data)
+	if err != nil {
+		return nil, err
 	}
-	var chunks []chunk
-	line := 1
-	start := 1
-	var cur bytes.Buffer
-	content := false // cur has a line that is neither blank nor a comment
-	flush := func() {
-		if content {
-			chunks = append(chunks, chunk{text: bytes.Clone(cur.Bytes()), line: start})
-		}
-		cur.Reset()
-		content = false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	for sc.Scan() {
-		text := sc.Text()
-		if strings.HasPrefix(text, "---") && strings.TrimSpace(strings.TrimPrefix(text, "---")) == "" {
-			flush()
-			line++
-			start = line
-			continue
-		}
-		if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "#") {
-			if !content {
-				start = line + 1 // the document starts at its first line of content
-			}
-		} else {
-			content = true
-		}
-		cur.WriteString(text)
-		cur.WriteByte('\n')
-		line++
-	}
-	scanErr := sc.Err()
-	if scanErr == nil {
-		flush()
-	}
-	docs := make([]Document, len(chunks))
+	decoded := make([][]Document, len(chunks))
 	errs := make([]error, len(chunks))
 	parallel(len(chunks), func(i int) {
 		c := chunks[i]
@@ -85,22 +58,54 @@ func Split(file string, data []byte) ([]Document, error) {
 			errs[i] = fmt.Errorf("%s:%d: %w", file, c.line, err)
 			return
 		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
+		if bytes.Equal(js, []byte("null")) {
+			return
+		}
+		if err := oneDocument(c.text); err != nil {
 			errs[i] = fmt.Errorf("%s:%d: %w", file, c.line, err)
 			return
 		}
-		docs[i] = Document{File: file, Line: c.line, JSON: js, Object: u}
+		decoded[i], errs[i] = objects(&Document{File: file, Line: c.line, JSON: js})
 	})
-	for _, err := range errs {
+	var docs []Document
+	for i, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-	}
-	if scanErr != nil {
-		return nil, fmt.Errorf("%s: %w", file, scanErr)
+		docs = append(docs, decoded[i]...)
 	}
 	return docs, nil
+}
+
+// objects decodes d.JSON and returns the object, or a List's items, each
+// with its path.
+func objects(d *Document) ([]Document, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(d.JSON); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Where(), err)
+	}
+	items, isList := u.Object["items"].([]any)
+	if !isList || !strings.HasSuffix(u.GetKind(), "List") {
+		d.Object = u
+		return []Document{*d}, nil
+	}
+	var out []Document
+	for i, item := range items {
+		js, err := json.Marshal(item)
+		if err != nil {
+			return nil, fmt.Errorf("%s: items[%d]: %w", d.Where(), i, err)
+		}
+		path := fmt.Sprintf("items[%d]", i)
+		if d.Item != "" {
+			path = d.Item + "." + path
+		}
+		inner, err := objects(&Document{File: d.File, Line: d.Line, Item: path, JSON: js})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inner...)
+	}
+	return out, nil
 }
 
 // Inputs are the objects of a stream, sorted by what odh-serving does with

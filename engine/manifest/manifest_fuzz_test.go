@@ -30,34 +30,7 @@ var located = regexp.MustCompile(`^fuzz\.yaml:\d+: `)
 //
 // Run it longer with: go test ./engine/manifest -run '^$' -fuzz '^FuzzDecodeStream$' -fuzztime 2m
 func FuzzDecodeStream(f *testing.F) {
-	var files []string
-	for _, pattern := range []string{
-		"../testdata/*/input.yaml", "../testdata/bad/*.yaml",
-		"../../presets/*/preset.yaml", "../../presets/*/sample.yaml", "../../examples/*.yaml",
-	} {
-		found := golden.Glob(f, pattern)
-		files = append(files, found...)
-	}
-	if len(files) < 50 {
-		f.Fatalf("only %d seed files", len(files))
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	for _, s := range []string{
-		"---\n---\n# only comments\n---\n",
-		"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\napiVersion: v1\nkind: List\n",
-		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {\"k\": \"\\t\\u00e9\"}\n---\napiVersion: v1\nkind: ConfigMap\n",
-		"apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: a}\nspec: {replicas: 1, replicas: 2}\n",
-		"\tapiVersion: v1\n",
-		"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\"},\"data\":{\"k\":\"dg==\"}}",
-	} {
-		f.Add([]byte(s))
-	}
+	addSeedStreams(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		first, firstErr := manifest.Decode(fuzzFile, data)
 		second, secondErr := manifest.Decode(fuzzFile, data)
@@ -92,6 +65,44 @@ func FuzzDecodeStream(f *testing.F) {
 			t.Fatalf("a write and read changed the objects:\nread    %s\nwritten %s", a, c)
 		}
 	})
+}
+
+// addSeedStreams adds every golden input, bad input, shipped preset and
+// example to the corpus, and streams of the shapes that once went wrong.
+func addSeedStreams(f *testing.F) {
+	f.Helper()
+	var files []string
+	for _, pattern := range []string{
+		"../testdata/*/input.yaml", "../testdata/bad/*.yaml",
+		"../../presets/*/preset.yaml", "../../presets/*/sample.yaml", "../../examples/*.yaml",
+	} {
+		found := golden.Glob(f, pattern)
+		files = append(files, found...)
+	}
+	if len(files) < 50 {
+		f.Fatalf("only %d seed files", len(files))
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"---\n---\n# only comments\n---\n",
+		"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\napiVersion: v1\nkind: List\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {\"k\": \"\\t\\u00e9\"}\n---\napiVersion: v1\nkind: ConfigMap\n",
+		"apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: a}\nspec: {replicas: 1, replicas: 2}\n",
+		"\tapiVersion: v1\n",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\"},\"data\":{\"k\":\"dg==\"}}",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n--- # comment\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+		"\ufeff%YAML 1.1\n--- !!map\r\napiVersion: v1\r\nkind: List\r\nitems: []\r\n...\r\n--- |\r\n  text\r\n",
+		"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}]}\n{\"a\": 1}\n",
+		"a: 1\r...\r--- >\r b\r---\r~\r",
+	} {
+		f.Add([]byte(s))
+	}
 }
 
 // leaves returns the errors errors.Join put together, or err itself.

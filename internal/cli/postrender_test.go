@@ -98,3 +98,37 @@ func failsQuietly(t *testing.T, stdin, want string, args ...string) {
 		t.Errorf("stderr %q\nwant %q", stderr, want)
 	}
 }
+
+// Regression: a separator line with a comment ("--- # ...") once dropped
+// the document after it; CRLF, a byte order mark, "..." and a List must
+// not lose one either. Every object of the stream is in the output, and the
+// service in the List is expanded.
+func TestPostRenderStaticKeepsEveryDocument(t *testing.T) {
+	stream := "\ufeff--- # Source: chart/templates/a.yaml\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata: {name: first}\r\n" +
+		"--- # Source: chart/templates/b.yaml\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata: {name: second}\r\n...\r\n" +
+		"---\r\napiVersion: v1\r\nkind: List\r\nitems:\r\n" +
+		"- apiVersion: serving.kserve.io/v1alpha2\r\n  kind: LLMInferenceService\r\n  metadata: {name: listed}\r\n" +
+		"  spec: {baseRefs: [{name: kserve-config-llm-cpu-simulator}]}\r\n" +
+		"- apiVersion: v1\r\n  kind: ConfigMap\r\n  metadata: {name: third}\r\n" +
+		"--- # the last one\r\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"fourth\"}}\r\n"
+	code, out, stderr := run(t, stream, "post-render", "--mode", "static", "-n", "ns")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs, err := manifest.Split("out", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, d := range docs {
+		seen[d.Object.GetKind()+" "+d.Object.GetName()] = true
+	}
+	for _, want := range []string{
+		"ConfigMap first", "ConfigMap second", "ConfigMap third", "ConfigMap fourth",
+		"LLMInferenceService listed", "Deployment listed-kserve",
+	} {
+		if !seen[want] {
+			t.Errorf("the output lacks %s; it holds %v", want, seen)
+		}
+	}
+}
