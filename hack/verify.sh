@@ -8,9 +8,10 @@ fail=0
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 cp -a api "$before/"
+mkdir -p "$before/openapi" && cp -a internal/apiserver/openapi/. "$before/openapi/"
 make -s generate
 bash hack/sync-crds.sh
-if ! diff -r "$before/api" api >&2; then
+if ! diff -r "$before/api" api >&2 || ! diff -r "$before/openapi" internal/apiserver/openapi >&2; then
   echo "generated files or CRDs are out of date; run 'make generate sync-crds' and commit the result" >&2
   fail=1
 fi

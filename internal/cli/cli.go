@@ -16,6 +16,6 @@ const WeightsManagedByAnnotation = convention.AnnotationWeightsManagedBy
 // commands run under a context that SIGINT and SIGTERM cancel.
 func Main(args []string, s Streams) int {
 	root := offline.Root(s, "odh-serving", "Run LLMs on Kubernetes with the Gateway API Inference Extension")
-	root.AddCommand(newPresets(s), newCRDs(s), newController(s), newStatus(s))
+	root.AddCommand(newPresets(s), newCRDs(s), newController(s), newStatus(s), newAPIServer(s))
 	return offline.Execute(root, args, s)
 }

@@ -1,0 +1,120 @@
+// Package apiserver is `odh-serving api-server`: a Kubernetes extension
+// (aggregated) API server for Models-as-a-Service (MaaS) that serves
+// modelserving.opendatahub.io/v1alpha1 (package api/modelserving/v1alpha1)
+// on k8s.io/apiserver's generic server, as the ADR "Extension API Server
+// for Model Serving" proposes.
+//
+// # Why an extension API server
+//
+// Upstream's maas-api was a REST service that trusted identity headers set
+// by the gateway (forged headers impersonated anyone, CVE-2026-14450), had
+// an unauthenticated tier lookup, showed every model to every user (#294)
+// and let a MaaS token mint more tokens (#343). Behind the cluster's API
+// server, identity and permission are the cluster's:
+//
+//   - Authentication is delegated. The cluster's API server proxies a
+//     request with the caller's identity in X-Remote-User/X-Remote-Group,
+//     and those headers count only on a connection that presents the front
+//     proxy's client certificate (the requestheader CA and allowed names
+//     the server reads from kube-system/extension-apiserver-authentication).
+//     A bearer token sent to the server directly is checked with a
+//     TokenReview; a client certificate against the cluster's client CA.
+//   - Authorization is delegated: a SubjectAccessReview per request, so
+//     RBAC on models, tierreviews, tokenrequests and tokenrevocations
+//     decides. Answers are cached for 10 s (the --authentication-* and
+//     --authorization-*-ttl flags).
+//   - OpenAPI v2 and v3 are published, so kubectl get, explain and create
+//     work. `kubectl get models` prints NAME, MODEL, READY, URL and TIERS.
+//
+// # No storage
+//
+// Nothing is stored and there is no etcd. models is a view of the
+// LLMInferenceServices in an informer cache, indexed by tier, so a list
+// sends no request to the cluster beyond the cached authentication and
+// authorization. tierreviews, tokenrequests and tokenrevocations are
+// create-only queries like TokenReview: the response is the request with
+// its status filled in.
+//
+// # Tiers
+//
+// The tiers are the key "tiers" of the ConfigMap --tier-config-name in
+// --tier-config-namespace, in ODH's format: a YAML list of {name,
+// displayName, description, level, groups}. A user's tier is the one with
+// the highest level among those listing one of the user's groups; on a
+// tie, the first listed. A tier also lists the group
+// system:serviceaccounts:<its namespace>, so a minted token resolves to
+// its tier. A tier's namespace is --tier-namespace-prefix + its name; the
+// chart creates those namespaces, the server never does.
+//
+// A user in no tier group: the server has no built-in default tier. As in
+// ODH's default mapping, the configuration puts system:authenticated in
+// the free tier, and every authenticated user carries that group, so a
+// user in no other tier group is free. A configuration without it leaves
+// such users tierless: their models list and token requests are 403 with
+// a message that names the ConfigMap.
+//
+// A missing ConfigMap, key or tier, YAML that does not parse, an unknown
+// field, an empty or duplicate tier name or one that does not make a
+// namespace name: every request that needs a tier is a 503 naming the
+// ConfigMap and the field (the server fails closed; it does not keep an
+// older configuration).
+//
+// # Resources
+//
+//   - models (namespaced; get, list): the services carrying
+//     alpha.maas.opendatahub.io/tiers (a JSON list of tier names, []
+//     meaning every tier) whose list contains the caller's tier. Other
+//     services are NotFound. A service whose annotation is not such a list
+//     is unpublished: get answers 422 naming the annotation, and lists in
+//     its namespace carry a warning. Tier names the configuration does not
+//     define come back as warnings (kubectl prints them).
+//   - tierreviews (cluster; create): spec {user, groups} gives status {tier,
+//     displayName, level}, or status.error when no tier matches.
+//   - tokenrequests (cluster; create): the caller's tier, then the
+//     ServiceAccount <sanitized user>-<first 8 hex of sha1(user)> in the
+//     tier's namespace (made on first use), then a token of it through
+//     the TokenRequest API with audience --token-audience and
+//     spec.expirationSeconds between 600 and --token-max-expiration
+//     (default 14400). A caller that is itself a ServiceAccount of a tier
+//     namespace is refused (403): a MaaS token cannot mint tokens.
+//   - tokenrevocations (cluster; create): the caller's ServiceAccount is
+//     deleted and made again; its earlier tokens stop authenticating (the
+//     API server's token cache may accept them for up to 10 s more).
+//
+// # Flags
+//
+// Besides k8s.io/apiserver's serving and delegation flags (--secure-port,
+// default 8443; --tls-cert-file, --tls-private-key-file; --client-ca-file;
+// --requestheader-*; --authentication-kubeconfig, --authorization-kubeconfig;
+// the cache TTLs):
+//
+//	--kubeconfig              the cluster; default in-cluster
+//	--tier-config-namespace   default: the pod's namespace
+//	--tier-config-name        default tier-to-group-mapping
+//	--tier-namespace-prefix   default maas-default-gateway-tier-
+//	--token-audience          default maas-default-gateway-sa
+//	--token-max-expiration    default 720h
+//
+// Without --tls-cert-file the server makes a self-signed certificate in
+// memory (local runs; the APIService then needs insecureSkipTLSVerify).
+//
+// # The server's own RBAC
+//
+//   - system:auth-delegator (create tokenreviews and subjectaccessreviews);
+//   - extension-apiserver-authentication-reader, a Role in kube-system (get,
+//     list, watch the extension-apiserver-authentication ConfigMap);
+//   - get, list, watch configmaps named --tier-config-name in
+//     --tier-config-namespace (the informer lists by field selector
+//     metadata.name, which resourceNames allow);
+//   - list, watch serving.kserve.io llminferenceservices, cluster-wide;
+//   - in each tier namespace: get, create, delete serviceaccounts and
+//     create serviceaccounts/token.
+//
+// Callers need: get, list on models (namespaced Role or ClusterRole);
+// create on tierreviews (the gateway's policy engine); create on
+// tokenrequests and tokenrevocations (MaaS users).
+//
+// The kube_requests_total metric (odh_serving_api_server_ prefix) on
+// /metrics counts the server's requests to the cluster by verb and
+// resource.
+package apiserver

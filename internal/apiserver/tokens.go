@@ -1,0 +1,225 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // a name suffix, as ODH's, not a security measure
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/kubernetes"
+
+	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+)
+
+// Labels and annotations of the ServiceAccounts the server makes.
+const (
+	labelManagedBy      = "app.kubernetes.io/managed-by"
+	managedBy           = serverName
+	annotationMaaSUser  = "maas.opendatahub.io/username"
+	maxSanitizedUserLen = 63 - 1 - 8
+)
+
+var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ServiceAccountName is the ServiceAccount that stands for user in its
+// tier's namespace: the user name made a DNS label, then "-" and the first
+// 8 hex digits of the SHA-1 of the user name, so that names that sanitize
+// alike stay apart.
+func ServiceAccountName(username string) string {
+	sum := sha1.Sum([]byte(username)) //nolint:gosec // see the import
+	s := strings.Trim(notDNSLabel.ReplaceAllString(strings.ToLower(username), "-"), "-")
+	if len(s) > maxSanitizedUserLen {
+		s = strings.TrimRight(s[:maxSanitizedUserLen], "-")
+	}
+	if s == "" {
+		s = "user"
+	}
+	return s + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// minter mints and revokes the tokens of the caller's ServiceAccount.
+type minter struct {
+	kube     kubernetes.Interface
+	tiers    *tierSource
+	audience string
+	max      time.Duration
+}
+
+func newMinter(kube kubernetes.Interface, tiers *tierSource, o *Options) *minter {
+	return &minter{kube: kube, tiers: tiers, audience: o.TokenAudience, max: o.TokenMaxExpiration}
+}
+
+// caller resolves the request's user to its tier and ServiceAccount. A
+// minted ServiceAccount is refused: a MaaS token must not mint or revoke
+// tokens (upstream's unmerged PR #343).
+func (m *minter) caller(ctx context.Context, resource string) (user.Info, Tier, modelv1alpha1.ServiceAccountReference, error) {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewUnauthorized("no user in the request")
+	}
+	if m.tiers.isMinted(u) {
+		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewForbidden(groupResource(resource), "",
+			fmt.Errorf("%s is a ServiceAccount of a MaaS tier namespace: a MaaS token cannot request or revoke tokens; authenticate as yourself", u.GetName()))
+	}
+	tier, err := m.tiers.userTier(u, resource)
+	if err != nil {
+		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, err
+	}
+	ref := modelv1alpha1.ServiceAccountReference{Namespace: m.tiers.namespace(tier.Name), Name: ServiceAccountName(u.GetName())}
+	return u, tier, ref, nil
+}
+
+// ensureServiceAccount creates the caller's ServiceAccount unless it exists.
+func (m *minter) ensureServiceAccount(ctx context.Context, u user.Info, ref modelv1alpha1.ServiceAccountReference) error {
+	sas := m.kube.CoreV1().ServiceAccounts(ref.Namespace)
+	_, err := sas.Get(ctx, ref.Name, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return apiError(fmt.Sprintf("get ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: ref.Name, Namespace: ref.Namespace,
+		Labels:      map[string]string{labelManagedBy: managedBy},
+		Annotations: map[string]string{annotationMaaSUser: u.GetName()},
+	}}
+	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewServiceUnavailable(fmt.Sprintf("the namespace %s of the tier does not exist: the chart creates one per tier (maas.tiers)", ref.Namespace))
+		}
+		return apiError(fmt.Sprintf("create ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+	}
+	return nil
+}
+
+// admit runs the create validation of the handler chain and refuses a
+// dry run: a token request or revocation has effects it cannot skip.
+func admit(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions, resource string) error {
+	if validate != nil {
+		if err := validate(ctx, obj); err != nil {
+			return err
+		}
+	}
+	if opts != nil && len(opts.DryRun) > 0 {
+		return apierrors.NewBadRequest(resource + ": dry run is not supported")
+	}
+	return nil
+}
+
+// apiError reports a failed call to the cluster as a 500 that says what
+// was being done.
+func apiError(what string, err error) error {
+	return apierrors.NewInternalError(fmt.Errorf("%s: %w", what, err))
+}
+
+// tokenRequestStorage answers tokenrequests: a token of the caller's
+// ServiceAccount, with the MaaS audience.
+type tokenRequestStorage struct {
+	clusterScoped
+	minter *minter
+}
+
+var _ query = &tokenRequestStorage{}
+
+func (*tokenRequestStorage) New() runtime.Object     { return &modelv1alpha1.TokenRequest{} }
+func (*tokenRequestStorage) GetSingularName() string { return "tokenrequest" }
+
+// expiration checks spec.expirationSeconds against the bounds.
+func (m *minter) expiration(req *modelv1alpha1.TokenRequest) (int64, error) {
+	seconds := int64(DefaultTokenExpiration / time.Second)
+	if req.Spec.ExpirationSeconds != nil {
+		seconds = *req.Spec.ExpirationSeconds
+	}
+	minimum, maximum := int64(MinTokenExpiration/time.Second), int64(m.max/time.Second)
+	if seconds < minimum || seconds > maximum {
+		return 0, apierrors.NewInvalid(groupKind("TokenRequest"), req.Name, field.ErrorList{
+			field.Invalid(field.NewPath("spec", "expirationSeconds"), seconds, fmt.Sprintf("must be between %d (%s) and %d (%s)", minimum, MinTokenExpiration, maximum, m.max)),
+		})
+	}
+	return seconds, nil
+}
+
+// Create mints the token. The ServiceAccount is made on first use.
+func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	req, ok := obj.(*modelv1alpha1.TokenRequest)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRequest: %T", obj))
+	}
+	m := s.minter
+	u, tier, ref, err := m.caller(ctx, "tokenrequests")
+	if err != nil {
+		return nil, err
+	}
+	seconds, err := m.expiration(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := admit(ctx, obj, validate, opts, "tokenrequests"); err != nil {
+		return nil, err
+	}
+	if err := m.ensureServiceAccount(ctx, u, ref); err != nil {
+		return nil, err
+	}
+	tr, err := m.kube.CoreV1().ServiceAccounts(ref.Namespace).CreateToken(ctx, ref.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{m.audience}, ExpirationSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, apiError(fmt.Sprintf("request a token of ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+	}
+	req.Spec.ExpirationSeconds = &seconds
+	req.Status = modelv1alpha1.TokenRequestStatus{
+		Token: tr.Status.Token, ExpirationTimestamp: tr.Status.ExpirationTimestamp, Tier: tier.Name, ServiceAccount: ref,
+	}
+	return req, nil
+}
+
+// tokenRevocationStorage answers tokenrevocations: the caller's
+// ServiceAccount is deleted and made again, so none of its tokens
+// authenticates any more.
+type tokenRevocationStorage struct {
+	clusterScoped
+	minter *minter
+}
+
+var _ query = &tokenRevocationStorage{}
+
+func (*tokenRevocationStorage) New() runtime.Object     { return &modelv1alpha1.TokenRevocation{} }
+func (*tokenRevocationStorage) GetSingularName() string { return "tokenrevocation" }
+
+// Create revokes the tokens.
+func (s *tokenRevocationStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	rev, ok := obj.(*modelv1alpha1.TokenRevocation)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRevocation: %T", obj))
+	}
+	m := s.minter
+	u, tier, ref, err := m.caller(ctx, "tokenrevocations")
+	if err != nil {
+		return nil, err
+	}
+	if err := admit(ctx, obj, validate, opts, "tokenrevocations"); err != nil {
+		return nil, err
+	}
+	err = m.kube.CoreV1().ServiceAccounts(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, apiError(fmt.Sprintf("delete ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+	}
+	if err := m.ensureServiceAccount(ctx, u, ref); err != nil {
+		return nil, err
+	}
+	rev.Status = modelv1alpha1.TokenRevocationStatus{Tier: tier.Name, ServiceAccount: ref}
+	return rev, nil
+}
