@@ -40,6 +40,10 @@ func (b *builder) route() error {
 		return fmt.Errorf("spec.router.route.http.spec.parentRefs: the route attaches to no gateway; set gateway.refs or use the route preset")
 	}
 	spec.ParentRefs = b.withInternalGateway(spec.ParentRefs)
+	spec.Rules = b.modelRouting(spec.Rules)
+	if err := b.checkRoute(spec.Rules); err != nil {
+		return err
+	}
 	for i := range spec.Rules {
 		spec.Rules[i].BackendRefs = b.backends(spec.Rules[i].BackendRefs)
 	}

@@ -122,6 +122,8 @@ func listenerHost(rt *gatewayv1.HTTPRoute, l gatewayv1.Listener, gw *gatewayv1.G
 
 // routePath is the shortest path prefix among the rules that send traffic
 // to a Service (the catch-all /<namespace>/<name>), else among all rules.
+// Matches that also need a header (model-based routing) do not count: a
+// client cannot reach the service by their path alone.
 func routePath(rt *gatewayv1.HTTPRoute) string {
 	best, bestAny := "", ""
 	for _, rule := range rt.Spec.Rules {
@@ -129,7 +131,7 @@ func routePath(rt *gatewayv1.HTTPRoute) string {
 			return b.Kind == nil || *b.Kind == "Service"
 		})
 		for _, m := range rule.Matches {
-			if m.Path == nil || m.Path.Value == nil {
+			if m.Path == nil || m.Path.Value == nil || len(m.Headers) > 0 {
 				continue
 			}
 			v := *m.Path.Value

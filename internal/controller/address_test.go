@@ -110,3 +110,22 @@ func TestPrimaryURL(t *testing.T) {
 		t.Error("a URL from no addresses")
 	}
 }
+
+// TestRoutePathSkipsHeaderMatches: KServe's header-only rule to the workload
+// Service matches every path (PathPrefix /) with the model header; it must
+// not make the service's URL the gateway's root.
+func TestRoutePathSkipsHeaderMatches(t *testing.T) {
+	rt := testRoute(nil, parent("sys", "ingress", ""))
+	prefix, root := gatewayv1.PathMatchPathPrefix, "/"
+	svc := gatewayv1.Kind("Service")
+	rt.Spec.Rules = append(rt.Spec.Rules, gatewayv1.HTTPRouteRule{
+		Matches: []gatewayv1.HTTPRouteMatch{{
+			Path:    &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &root},
+			Headers: []gatewayv1.HTTPHeaderMatch{{Name: "X-Gateway-Model-Name", Value: "publishers/ns/models/m"}},
+		}},
+		BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Kind: &svc, Name: "s"}}}},
+	})
+	if got := routePath(rt); got != "/ns/svc" {
+		t.Errorf("routePath = %q, want /ns/svc", got)
+	}
+}
