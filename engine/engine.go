@@ -59,6 +59,10 @@ type Options struct {
 	CertMode build.CertMode
 	// CertIssuer signs certificates in the cert-manager mode.
 	CertIssuer build.CertIssuer
+	// OCIModelSource is how oci:// models reach the main container: a
+	// modelcar (the default; works on every cluster) or an image volume
+	// (needs the ImageVolume feature gate).
+	OCIModelSource build.OCIModelSource
 }
 
 func (o Options) withDefaults() Options {
@@ -117,6 +121,7 @@ func (p *Plan) Build(phase build.Phase) (*Result, error) {
 	opts := p.opts
 	children, err := build.Children(p.svc, p.Spec, build.Options{
 		Phase: phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
+		OCIModelSource:  opts.OCIModelSource,
 		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 	})

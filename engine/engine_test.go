@@ -24,6 +24,7 @@ type caseOptions struct {
 	CertMode        string `json:"certMode"`
 	InternalGateway string `json:"internalGateway"`
 	ImageRegistry   string `json:"imageRegistry"`
+	OCIModelSource  string `json:"ociModelSource"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -52,6 +53,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.CertMode = build.CertMode(opts.CertMode)
 	eopts.InternalGatewayName = opts.InternalGateway
 	eopts.ImageRegistry = opts.ImageRegistry
+	eopts.OCIModelSource = build.OCIModelSource(opts.OCIModelSource)
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {

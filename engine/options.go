@@ -34,6 +34,9 @@ func (o Options) Defaults() Options {
 	if o.CertMode == "" {
 		o.CertMode = convention.CertSelfSigned
 	}
+	if o.OCIModelSource == "" {
+		o.OCIModelSource = convention.OCIModelcar
+	}
 	return o
 }
 
@@ -49,6 +52,11 @@ func (o Options) Validate() error {
 	if o.CertMode != "" {
 		if _, err := convention.ParseCertMode(string(o.CertMode)); err != nil {
 			errs = append(errs, fmt.Errorf("field CertMode: %w", err))
+		}
+	}
+	if o.OCIModelSource != "" {
+		if _, err := convention.ParseOCIModelSource(string(o.OCIModelSource)); err != nil {
+			errs = append(errs, fmt.Errorf("field OCIModelSource: %w", err))
 		}
 	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
@@ -75,6 +83,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(o.PresetPrefix, "preset-prefix", preset.DefaultPrefix, "prefix of the well-known preset names")
 	fs.Var(newParsed(&o.CertMode, convention.CertSelfSigned, convention.ParseCertMode), "cert-mode",
 		"where serving certificates come from: self-signed (by the controller), service-ca (OpenShift) or cert-manager")
+	fs.Var(newParsed(&o.OCIModelSource, convention.OCIModelcar, convention.ParseOCIModelSource), "oci-model-source",
+		"how oci:// models reach vLLM: modelcar (a container beside it; any cluster) or image-volume (needs the ImageVolume feature gate)")
 	fs.StringVar(&o.CertIssuer.Kind, "cert-issuer-kind", o.CertIssuer.Kind, "cert-manager issuer kind (cert-manager mode)")
 	fs.StringVar(&o.CertIssuer.Name, "cert-issuer-name", o.CertIssuer.Name, "cert-manager issuer name (cert-manager mode)")
 	fs.StringVar(&o.IngressGatewayName, "ingress-gateway-name", convention.IngressGatewayName, "the Gateway managed routes attach to")

@@ -43,6 +43,8 @@ type Options struct {
 	StorageInitializerImage string
 	// CertMode says where the serving certificates come from.
 	CertMode CertMode
+	// OCIModelSource is how oci:// models reach main. Default: modelcar.
+	OCIModelSource OCIModelSource
 	// CertIssuer signs the certificates in the cert-manager mode.
 	// Default: the ClusterIssuer odh-serving-ca.
 	CertIssuer CertIssuer
@@ -82,6 +84,15 @@ const (
 
 // ParseCertMode checks a certificate mode name.
 func ParseCertMode(s string) (CertMode, error) { return convention.ParseCertMode(s) }
+
+// OCIModelSource and the sources are convention's: see there.
+type OCIModelSource = convention.OCIModelSource
+
+// How oci:// models reach the main container (convention.OCIModelSource).
+const (
+	OCIModelcar    = convention.OCIModelcar
+	OCIImageVolume = convention.OCIImageVolume
+)
 
 // Labels, annotations and values that name a child's place: convention's,
 // here for the code that builds and reads children.

@@ -150,6 +150,13 @@ func (b *builder) addLoRA(pod *corev1.PodSpec, adapters []loraAdapter) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: a.path, SubPath: sub, ReadOnly: true})
+		// Below a modelcar's volume at /mnt, the adapter's mount point is
+		// made in that volume, which must be writable for it.
+		for i := range c.VolumeMounts {
+			if c.VolumeMounts[i].Name == provisionVolume && c.VolumeMounts[i].MountPath == modelcarMount {
+				c.VolumeMounts[i].ReadOnly = false
+			}
+		}
 	}
 	if passesLoRAModules(c) {
 		return
@@ -178,12 +185,20 @@ func (b *builder) downloadLoRA(pod *corev1.PodSpec, main int, adapters []loraAda
 	root := LoRAMountRoot
 	var dests []string
 	init := containerIndex(pod.InitContainers, StorageInitializer)
-	if init >= 0 {
+	// A modelcar's volume, at /mnt in main, already holds the model link:
+	// the adapters are downloaded into it below /mnt/lora.
+	modelcar := containerIndex(pod.Containers, Modelcar) >= 0
+	switch {
+	case init >= 0:
 		root = loraDownloadRoot
 		dests = append(dests, ModelMountPath)
 		pod.InitContainers[init].Args = append(pod.InitContainers[init].Args, pairs...)
 		setMountPath(pod.InitContainers[init].VolumeMounts, provisionVolume, root)
-	} else {
+	case modelcar:
+		root = loraDownloadRoot
+		pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, root)}, pod.InitContainers...)
+		return
+	default:
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, root)}, pod.InitContainers...)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Storage volume and container names, as KServe names them.
@@ -14,6 +15,25 @@ const (
 	provisionVolume    = "kserve-provision-location"
 	pvcVolume          = "kserve-pvc-source"
 	modelImageVolume   = "kserve-model-image"
+	// Modelcar runs the model image beside main; ModelcarInit runs it
+	// first, so the image is pulled and checked before vLLM starts.
+	Modelcar     = "modelcar"
+	ModelcarInit = "modelcar-init"
+	// modelcarRoot is where a modelcar image holds the model, and
+	// modelcarMount where main and the modelcar share the volume the
+	// /mnt/models link lives in (the parent of ModelMountPath).
+	modelcarRoot  = "/models"
+	modelcarMount = "/mnt"
+	// envModelInitMode tells the runtime the model may appear after it
+	// starts; KServe sets it to "async" for a modelcar.
+	envModelInitMode = "MODEL_INIT_MODE"
+)
+
+// A modelcar's requests and limits, KServe's defaults: the container only
+// holds a link and sleeps.
+var (
+	modelcarCPU    = resource.MustParse("10m")
+	modelcarMemory = resource.MustParse("15Mi")
 )
 
 // DefaultStorageInitializerImage downloads hf:// and s3:// models when
@@ -25,7 +45,8 @@ const DefaultStorageInitializerImage = "kserve/storage-initializer:v0.15.2"
 //   - hf:// and s3://: a storage-initializer init container downloads it
 //     into an emptyDir;
 //   - pvc://claim/path: the claim is mounted read-only with path as subPath;
-//   - oci://: the image is mounted as an image volume.
+//   - oci://: a modelcar (the default) or an image volume, after
+//     Options.OCIModelSource.
 //
 // Pods without a main container, or services without a URI, get nothing.
 func (b *builder) addStorage(pod *corev1.PodSpec) error {
@@ -65,10 +86,14 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 		if _, err := url.Parse("oci://" + rest); err != nil {
 			return fmt.Errorf("spec.model.uri %q: %w", uri, err)
 		}
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: modelImageVolume, VolumeSource: corev1.VolumeSource{
-			Image: &corev1.ImageVolumeSource{Reference: rest, PullPolicy: corev1.PullIfNotPresent},
-		}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelImageVolume, MountPath: ModelMountPath, ReadOnly: true})
+		if b.opts.OCIModelSource == OCIImageVolume {
+			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: modelImageVolume, VolumeSource: corev1.VolumeSource{
+				Image: &corev1.ImageVolumeSource{Reference: rest, PullPolicy: corev1.PullIfNotPresent},
+			}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelImageVolume, MountPath: ModelMountPath, ReadOnly: true})
+			return nil
+		}
+		addModelcar(pod, main, rest)
 	default:
 		return fmt.Errorf("spec.model.uri %q: unknown storage scheme %q; supported: hf://, s3://, pvc://, oci://", uri, scheme)
 	}
@@ -89,11 +114,73 @@ func (b *builder) storageInitializer(args []string, mountPath string) corev1.Con
 		VolumeMounts: []corev1.VolumeMount{{Name: provisionVolume, MountPath: mountPath}},
 		// The restricted Pod Security level: the download needs no
 		// privilege (the image runs as a non-root user).
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr(true),
-			AllowPrivilegeEscalation: ptr(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext: restricted(nil),
 	}
+}
+
+// restricted is a container security context that meets the restricted
+// Pod Security level, running as user when it is set.
+func restricted(user *int64) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr(true),
+		RunAsUser:                user,
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// addModelcar serves the model image image as KServe's modelcar does:
+//   - the pod shares its process namespace, so main can reach the
+//     modelcar's file system through /proc/<pid>/root;
+//   - the modelcar container (the model image, running sh) links
+//     /proc/<its pid>/root/models to /mnt/models in an emptyDir it shares
+//     with main at /mnt, then sleeps;
+//   - the modelcar-init init container (the same image) checks that
+//     /models exists and is not empty, so the image is pulled and a bad
+//     one fails before vLLM starts;
+//   - main gets MODEL_INIT_MODE=async, as the link may appear after it
+//     starts, and the volume read-only (KServe mounts it read-write; main
+//     only reads the model).
+//
+// Unlike KServe's, both containers meet the restricted Pod Security level
+// and run as main's user when main names one: /proc/<pid>/root is open
+// only to the same user. The image must therefore run as a non-root user
+// and hold sh.
+func addModelcar(pod *corev1.PodSpec, main int, image string) {
+	c := &pod.Containers[main]
+	var user *int64
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		user = ptr(*c.SecurityContext.RunAsUser)
+	}
+	if !hasEnv(c, envModelInitMode) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: envModelInitMode, Value: "async"})
+	}
+	pod.ShareProcessNamespace = ptr(true)
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: modelcarMount, ReadOnly: true})
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: modelcarCPU, corev1.ResourceMemory: modelcarMemory},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: modelcarCPU, corev1.ResourceMemory: modelcarMemory},
+	}
+	pod.Containers = append(pod.Containers, corev1.Container{
+		Name:  Modelcar,
+		Image: image,
+		// $$ is a literal $ to Kubernetes, so the shell sees $$: its pid.
+		Args:                     []string{"sh", "-c", fmt.Sprintf("ln -sf /proc/$$$$/root%s %s && sleep infinity", modelcarRoot, ModelMountPath)},
+		VolumeMounts:             []corev1.VolumeMount{{Name: provisionVolume, MountPath: modelcarMount}},
+		Resources:                resources,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restricted(user),
+	})
+	pod.InitContainers = append(pod.InitContainers, corev1.Container{
+		Name:  ModelcarInit,
+		Image: image,
+		Args: []string{"sh", "-c", fmt.Sprintf("echo 'Pre-fetching modelcar %[1]s: ' && [ -d %[2]s ] && [ \"$$(ls -A %[2]s)\" ] && "+
+			"echo 'OK ... Prefetched and valid (%[2]s exists)' || "+
+			"(echo 'NOK ... Prefetched but modelcar is invalid (%[2]s does not exist or is empty)' && exit 1)", image, modelcarRoot)},
+		Resources:                resources,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restricted(user),
+	})
 }

@@ -98,6 +98,30 @@ const (
 	CertManager CertMode = "cert-manager"
 )
 
+// OCIModelSource is how an oci:// model reaches the main container.
+type OCIModelSource string
+
+const (
+	// OCIModelcar runs the model image as a container beside main, as
+	// KServe's modelcar does: the pod shares its process namespace and
+	// the model appears at /mnt/models through /proc/<pid>/root. It works
+	// on every cluster.
+	OCIModelcar OCIModelSource = "modelcar"
+	// OCIImageVolume mounts the model image as an image volume. It needs
+	// the ImageVolume feature gate (beta and off by default in Kubernetes
+	// 1.33), but no extra container.
+	OCIImageVolume OCIModelSource = "image-volume"
+)
+
+// ParseOCIModelSource checks an OCI model source name.
+func ParseOCIModelSource(s string) (OCIModelSource, error) {
+	switch m := OCIModelSource(s); m {
+	case OCIModelcar, OCIImageVolume:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown OCI model source %q: want modelcar or image-volume", s)
+}
+
 // The issuer cert-manager Certificates name unless told otherwise: the
 // chart's CA ClusterIssuer.
 const (

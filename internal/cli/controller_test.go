@@ -29,7 +29,7 @@ func TestControllerFlags(t *testing.T) {
 	prefix := "kserve-"
 	want := controller.Options{
 		Options: engine.Options{
-			SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned,
+			SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned, OCIModelSource: build.OCIModelcar,
 			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
 			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
 		},
@@ -48,7 +48,7 @@ func TestControllerFlags(t *testing.T) {
 		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
 		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--image=storageInitializer=example.com/si:3",
-		"--image-registry=mirror.example.com", "--zap-log-level=debug")
+		"--image-registry=mirror.example.com", "--oci-model-source=image-volume", "--zap-log-level=debug")
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
@@ -56,7 +56,7 @@ func TestControllerFlags(t *testing.T) {
 			PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
 			InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
 			Images:        map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2", "storageInitializer": "example.com/si:3"},
-			ImageRegistry: "mirror.example.com",
+			ImageRegistry: "mirror.example.com", OCIModelSource: build.OCIImageVolume,
 		},
 		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
@@ -68,7 +68,7 @@ func TestControllerFlags(t *testing.T) {
 	}
 
 	// Bad values fail while the flags are parsed, naming the flag.
-	for _, arg := range []string{"--cert-mode=vault", "--image-registry=https://mirror"} {
+	for _, arg := range []string{"--cert-mode=vault", "--image-registry=https://mirror", "--oci-model-source=pvc"} {
 		cmd := controllerCommand(Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, &controllerFlags{})
 		err := cmd.ParseFlags([]string{arg})
 		name, _, _ := strings.Cut(arg, "=")

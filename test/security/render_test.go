@@ -73,6 +73,7 @@ var optionFlags = map[string]string{
 	"certMode":        "--cert-mode",
 	"internalGateway": "--internal-gateway-name",
 	"imageRegistry":   "--image-registry",
+	"ociModelSource":  "--oci-model-source",
 }
 
 // caseFlags turns a golden case's options.yaml into render flags.
