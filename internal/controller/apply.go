@@ -253,6 +253,11 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 			return false, err
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("applying a child that differs", "kind", k.gvk.Kind, "name", key.Name, "field", diff)
+		if leavesReplicas(u, k) {
+			if err := r.handOverReplicas(ctx, key, k); err != nil {
+				return false, err
+			}
+		}
 	case apierrors.IsNotFound(err):
 		if k.clusterScoped {
 			// Only labelled cluster-scoped objects are cached: make sure the

@@ -16,8 +16,12 @@
 // a field it sets was changed by hand. The finalizer is added once and the
 // status is patched only when it differs.
 //
+// A workload that a HorizontalPodAutoscaler or a KEDA ScaledObject scales
+// is applied without spec.replicas, after the live count is handed over
+// (HandoverFieldManager): the autoscaler owns the field.
+//
 // Optional APIs (GIE InferencePools in both groups, LeaderWorkerSet, Gateway
-// API, cert-manager) may be missing at start: the controller watches
+// API, KEDA, cert-manager) may be missing at start: the controller watches
 // CustomResourceDefinitions and starts the matching watches when they are
 // established, with no restart. Until then services that need them report
 // CRDMissing.

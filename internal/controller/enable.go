@@ -109,6 +109,11 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forGateway)
 	case crdPoolV1, crdPoolV1alpha2:
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forPool)
+	case crdScaledObject:
+		if err := step("index scale targets", func() error { return indexScalers(ctx, e.mgr.GetFieldIndexer(), k.newObject()) }); err != nil {
+			return fmt.Errorf("index ScaledObjects: %w", err)
+		}
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forScaler)
 	default:
 		h = e.r.childHandler(e.mgr)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -91,6 +92,8 @@ var childKinds = []kind{
 	{gvk: gvkService},
 	{gvk: gvkDeployment, workload: true},
 	{gvk: gvkLWS, crd: crdLWS, workload: true},
+	{gvk: gvkHPA},
+	{gvk: gvkScaledObject, crd: crdScaledObject},
 	{gvk: gvkPoolV1, crd: crdPoolV1},
 	{gvk: gvkPoolV1alpha2, crd: crdPoolV1alpha2},
 	{gvk: gvkHTTPRoute, crd: crdHTTPRoute},
@@ -113,6 +116,7 @@ var typedKinds = map[schema.GroupVersionKind]func() client.Object{
 	gvkRoleBinding:        func() client.Object { return &rbacv1.RoleBinding{} },
 	gvkClusterRoleBinding: func() client.Object { return &rbacv1.ClusterRoleBinding{} },
 	gvkLWS:                func() client.Object { return &lwsv1.LeaderWorkerSet{} },
+	gvkHPA:                func() client.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	gvkPoolV1:             func() client.Object { return &gieapiv1.InferencePool{} },
 	gvkPoolV1alpha2:       func() client.Object { return &gieapixv1alpha2.InferencePool{} },
 	gvkHTTPRoute:          func() client.Object { return &gatewayv1.HTTPRoute{} },
@@ -128,6 +132,7 @@ var typedLists = map[schema.GroupVersionKind]func() client.ObjectList{
 	gvkRoleBinding:        func() client.ObjectList { return &rbacv1.RoleBindingList{} },
 	gvkClusterRoleBinding: func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} },
 	gvkLWS:                func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} },
+	gvkHPA:                func() client.ObjectList { return &autoscalingv2.HorizontalPodAutoscalerList{} },
 	gvkPoolV1:             func() client.ObjectList { return &gieapiv1.InferencePoolList{} },
 	gvkPoolV1alpha2:       func() client.ObjectList { return &gieapixv1alpha2.InferencePoolList{} },
 	gvkHTTPRoute:          func() client.ObjectList { return &gatewayv1.HTTPRouteList{} },
@@ -143,6 +148,7 @@ var optionalCRDs = map[string]schema.GroupVersionKind{
 	crdHTTPRoute:    gvkHTTPRoute,
 	crdGateway:      gvkGateway,
 	crdCertificate:  gvkCertificate,
+	crdScaledObject: gvkScaledObject,
 }
 
 // served reports whether crd is established and serves version.

@@ -40,6 +40,8 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=keda.sh,resources=scaledobjects,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -73,6 +75,8 @@ type pass struct {
 	// applied holds the children written in this pass as the API server
 	// returned them: newer than the cache, which has not seen them yet.
 	applied map[childID]*unstructured.Unstructured
+	// scalers are the autoscalers of the service's workloads.
+	scalers []scaler
 	status  v1alpha2.LLMInferenceServiceStatus
 	// settled is true when the pass reached a result for this generation,
 	// so observedGeneration may move on.
@@ -139,6 +143,9 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, nil
 	}
 	p.crdsPresent()
+	if err := r.findScalers(ctx, p); err != nil {
+		return 0, err
+	}
 	certRequeue, err := r.ensureTLS(ctx, p)
 	if err != nil {
 		p.failed(false, err)

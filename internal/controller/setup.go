@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -90,6 +91,10 @@ func Setup(mgr manager.Manager, opts Options) error {
 		b = b.Watches(obj, r.childHandler(mgr))
 	}
 	b = b.Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(forClusterScoped))
+	if err := indexScalers(ctx, mgr.GetFieldIndexer(), &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
+		return fmt.Errorf("index HorizontalPodAutoscalers: %w", err)
+	}
+	b = b.Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.forScaler))
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("build the %s controller: %w", ControllerName, err)

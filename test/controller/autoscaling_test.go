@@ -1,0 +1,197 @@
+package controllertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+// hpaManager is the field manager of the HPA controller's scale writes
+// (kube-controller-manager's user agent).
+const hpaManager = "kube-controller-manager"
+
+// TestAutoscalerKeepsReplicas: an HPA put on a service's Deployment after
+// the service made it takes spec.replicas over. The controller lets go of
+// the field without resetting the count (server-side apply would drop a
+// field its only manager stops applying), leaves the HPA's choice alone
+// through 100 reconciles, and takes the field back when the HPA goes.
+func TestAutoscalerKeepsReplicas(t *testing.T) {
+	e := startWithGateway(t)
+	e.create(strings.Replace(simulator, "spec:\n", "spec:\n  replicas: 2\n", 1))
+	e.waitReady("sim")
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
+	if !appliesReplicas(d) || *d.Spec.Replicas != 2 {
+		t.Fatalf("before the HPA: replicas %d, applied by odh-serving %v; want 2, true", *d.Spec.Replicas, appliesReplicas(d))
+	}
+
+	e.createHPA("sim-hpa", appsv1.SchemeGroupVersion.String(), "Deployment", "sim-kserve")
+	testenv.Eventually(t, "the controller lets go of sim-kserve's replicas", func() error {
+		e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
+		if appliesReplicas(d) {
+			return fmt.Errorf("odh-serving still applies spec.replicas")
+		}
+		return nil
+	})
+	// Not reset to the default of 1: nothing here would scale it back.
+	if *d.Spec.Replicas != 2 {
+		t.Fatalf("after the hand-over: replicas %d, want 2; %s", *d.Spec.Replicas, managers(d))
+	}
+
+	e.scale(&appsv1.Deployment{}, "sim-kserve", 5)
+	e.forceReconciles("sim", 100, "apps/v1", "deployments")
+	e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
+	if *d.Spec.Replicas != 5 || !updatesReplicas(d, hpaManager) || appliesReplicas(d) {
+		t.Errorf("after 100 reconciles: replicas %d; want 5, owned by %s only: %s", *d.Spec.Replicas, hpaManager, managers(d))
+	}
+
+	// Without the HPA the spec scales the Deployment again.
+	e.must(e.c.Delete(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sim-hpa"}}))
+	testenv.Eventually(t, "the spec's replicas come back", func() error {
+		e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
+		if *d.Spec.Replicas != 2 || !appliesReplicas(d) {
+			return fmt.Errorf("replicas %d; managers %s", *d.Spec.Replicas, managers(d))
+		}
+		return nil
+	})
+}
+
+// TestAutoscalerOfLeaderWorkerSet: an HPA on a LeaderWorkerSet (through
+// its scale subresource) is respected as one on a Deployment, and with it
+// in place from the start the controller never sets the replicas.
+func TestAutoscalerOfLeaderWorkerSet(t *testing.T) {
+	e := startWithGateway(t)
+	e.createHPA("mn-hpa", lwsv1.GroupVersion.String(), "LeaderWorkerSet", "mn-kserve-mn")
+	e.create(multiNode)
+	e.waitExists(lws, "mn-kserve-mn")
+	ctx := context.Background()
+	l := &lwsv1.LeaderWorkerSet{}
+	testenv.Eventually(t, "the LeaderWorkerSet's replicas are left to the HPA", func() error {
+		e.must(e.c.Get(ctx, clientKey(e.ns, "mn-kserve-mn"), l))
+		if appliesReplicas(l) {
+			return fmt.Errorf("odh-serving applies spec.replicas")
+		}
+		return nil
+	})
+	e.scale(&lwsv1.LeaderWorkerSet{}, "mn-kserve-mn", 3)
+	e.forceReconciles("mn", 10, "leaderworkerset.x-k8s.io/v1", "leaderworkersets")
+	e.must(e.c.Get(ctx, clientKey(e.ns, "mn-kserve-mn"), l))
+	if *l.Spec.Replicas != 3 {
+		t.Errorf("LeaderWorkerSet replicas %d after the reconciles, want 3: %s", *l.Spec.Replicas, managers(l))
+	}
+}
+
+// createHPA makes an HPA on the workload apiVersion/kind/name.
+func (e *env) createHPA(name, apiVersion, kind, target string) {
+	e.t.Helper()
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: target},
+			MinReplicas:    ptr(int32(1)), MaxReplicas: 10,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))},
+			}}},
+		},
+	}
+	e.must(e.c.Create(context.Background(), hpa))
+}
+
+// scale writes a workload's replicas as the HPA controller does: through
+// the scale subresource, as kube-controller-manager.
+func (e *env) scale(obj client.Object, name string, replicas int32) {
+	e.t.Helper()
+	ctx := context.Background()
+	e.must(e.c.Get(ctx, clientKey(e.ns, name), obj))
+	s := &autoscalingv1.Scale{}
+	e.must(e.c.SubResource("scale").Get(ctx, obj, s))
+	s.Spec.Replicas = replicas
+	e.must(e.c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(s), client.FieldOwner(hpaManager)))
+}
+
+// forceReconciles makes the controller reconcile the service n times, one
+// after the other (a touched annotation each time), and fails if any of
+// them wrote to the workloads of group version gv and resource.
+func (e *env) forceReconciles(name string, n int, gv, resource string) {
+	e.t.Helper()
+	before := e.rec.Count()
+	for i := range n {
+		done := reconciles(e.t)
+		e.update(name, func(s *v1alpha2.LLMInferenceService) {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations["test.example.com/touch"] = strconv.Itoa(i)
+		})
+		// Polled closely: Within's interval would make this take seconds.
+		for deadline := time.Now().Add(10 * time.Second); reconciles(e.t) <= done; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				e.t.Fatalf("reconcile %d of %s did not come", i+1, name)
+			}
+		}
+	}
+	prefix := "/apis/" + gv + "/namespaces/" + e.ns + "/" + resource + "/"
+	for _, w := range e.rec.Since(before) {
+		if strings.Contains(w, prefix) {
+			e.t.Errorf("a forced reconcile wrote a workload: %s", w)
+		}
+	}
+}
+
+// appliesReplicas reports whether the controller applied obj's
+// spec.replicas; updatesReplicas whether manager wrote it with an update
+// (the scale subresource's writes count as the main resource's).
+func appliesReplicas(obj client.Object) bool {
+	return ownsReplicas(obj, controller.FieldManager, metav1.ManagedFieldsOperationApply)
+}
+
+func updatesReplicas(obj client.Object, manager string) bool {
+	return ownsReplicas(obj, manager, metav1.ManagedFieldsOperationUpdate)
+}
+
+func ownsReplicas(obj client.Object, manager string, op metav1.ManagedFieldsOperationType) bool {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager != manager || f.Operation != op || f.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(f.FieldsV1.Raw, &set) != nil {
+			continue
+		}
+		if _, ok, _ := unstructured.NestedFieldNoCopy(set, "f:spec", "f:replicas"); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// managers lists who owns obj's spec.replicas, for messages.
+func managers(obj client.Object) string {
+	var out []string
+	for _, f := range obj.GetManagedFields() {
+		for _, op := range []metav1.ManagedFieldsOperationType{metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate} {
+			if f.Operation == op && ownsReplicas(obj, f.Manager, op) {
+				out = append(out, f.Manager+" ("+string(op)+")")
+			}
+		}
+	}
+	return "spec.replicas owned by " + strings.Join(out, ", ")
+}
