@@ -36,6 +36,14 @@ type LLMInferenceServiceStatus struct {
 	// +optional
 	InferencePool *InferencePoolStatus `json:"inferencePool,omitempty"`
 
+	// Autoscalers are the HorizontalPodAutoscalers and KEDA ScaledObjects
+	// that scale the service's workloads: those odh-serving renders for
+	// scaling and those others made. The controller leaves the replicas
+	// of these workloads to them.
+	// +optional
+	// +listType=atomic
+	Autoscalers []AutoscalerStatus `json:"autoscalers,omitempty"`
+
 	// Annotations carry extra observed state.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -62,4 +70,32 @@ type InferencePoolStatus struct {
 	// MigrationPhase is alpha2, dual, v1 or retired.
 	// +optional
 	MigrationPhase string `json:"migrationPhase,omitempty"`
+}
+
+// AutoscalerStatus is an autoscaler of one of the service's workloads and
+// the replica counts it reports.
+type AutoscalerStatus struct {
+	// Kind is HorizontalPodAutoscaler or ScaledObject.
+	Kind string `json:"kind"`
+	// Name of the autoscaler, in the service's namespace.
+	Name string `json:"name"`
+	// Target is the workload it scales.
+	Target ScaleTarget `json:"target"`
+	// CurrentReplicas is how many replicas the autoscaler last saw; a
+	// ScaledObject's come from the HPA KEDA made for it. Unset until it
+	// reports.
+	// +optional
+	CurrentReplicas *int32 `json:"currentReplicas,omitempty"`
+	// DesiredReplicas is how many replicas it last asked for. Unset until
+	// it reports.
+	// +optional
+	DesiredReplicas *int32 `json:"desiredReplicas,omitempty"`
+}
+
+// ScaleTarget names a workload of the service.
+type ScaleTarget struct {
+	// Kind is Deployment or LeaderWorkerSet.
+	Kind string `json:"kind"`
+	// Name of the workload.
+	Name string `json:"name"`
 }
