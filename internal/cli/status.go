@@ -27,11 +27,14 @@ func newStatus(s Streams) *cobra.Command {
 	f := &statusFlags{}
 	cmd := &cobra.Command{
 		Use:   "status [-n NAMESPACE | -A]",
-		Short: "List LLMInferenceServices with their readiness, InferencePool and migration phase",
+		Short: "List LLMInferenceServices with their readiness, InferencePool, migration phase and autoscalers",
 		Long: `status prints a table of LLMInferenceServices as the controller reports
 them: NAME, READY and REASON (the Ready condition), POOL and GROUP (the
 InferencePool the route sends traffic to), MIGRATION (its v1alpha2 to v1
-phase) and URL. With -A a NAMESPACE column comes first. Rows are sorted.`,
+phase), AUTOSCALERS and URL. AUTOSCALERS lists the HPAs and KEDA
+ScaledObjects that scale the service's workloads as KIND/NAME:CURRENT/DESIRED
+replicas (hpa/qwen-hpa:3/5; the counts are left out until the autoscaler
+reports them). With -A a NAMESPACE column comes first. Rows are sorted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd.Context(), s, f) },
 	}
@@ -93,7 +96,7 @@ func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withN
 		return strings.Compare(a.Name, b.Name)
 	})
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	header := []string{"NAME", "READY", "REASON", "POOL", "GROUP", "MIGRATION", "URL"}
+	header := []string{"NAME", "READY", "REASON", "POOL", "GROUP", "MIGRATION", "AUTOSCALERS", "URL"}
 	if withNamespace {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
@@ -108,7 +111,7 @@ func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withN
 		if ip := svc.Status.InferencePool; ip != nil {
 			pool, group, phase = ip.Name, ip.Group, ip.MigrationPhase
 		}
-		row := []string{svc.Name, ready, reason, pool, group, phase, svc.Status.URL}
+		row := []string{svc.Name, ready, reason, pool, group, phase, autoscalers(svc.Status.Autoscalers), svc.Status.URL}
 		if withNamespace {
 			row = append([]string{svc.Namespace}, row...)
 		}
@@ -120,4 +123,23 @@ func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withN
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
 	return w.Flush()
+}
+
+// autoscalers is the AUTOSCALERS cell: each autoscaler as
+// KIND/NAME:CURRENT/DESIRED, comma-separated, with no spaces (one word, as
+// kubectl's cells).
+func autoscalers(list []v1alpha2.AutoscalerStatus) string {
+	cells := make([]string, 0, len(list))
+	for _, a := range list {
+		kind := strings.ToLower(a.Kind)
+		if a.Kind == "HorizontalPodAutoscaler" {
+			kind = "hpa"
+		}
+		cell := kind + "/" + a.Name
+		if a.CurrentReplicas != nil && a.DesiredReplicas != nil {
+			cell += fmt.Sprintf(":%d/%d", *a.CurrentReplicas, *a.DesiredReplicas)
+		}
+		cells = append(cells, cell)
+	}
+	return strings.Join(cells, ",")
 }

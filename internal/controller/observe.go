@@ -23,7 +23,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady, v1alpha2.ConditionReady} {
 			p.conds.set(t, metav1.ConditionFalse, ReasonStopped, msg)
 		}
-		p.status.URL, p.status.Addresses = "", nil
+		p.status.URL, p.status.Addresses, p.status.Autoscalers = "", nil, nil
 		r.migrationStatus(p)
 		return nil
 	}
@@ -31,6 +31,12 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		p.failed(true, err)
 		return err
 	}
+	autoscalers, err := r.autoscalerStatus(ctx, p)
+	if err != nil {
+		p.failed(true, err)
+		return err
+	}
+	p.status.Autoscalers = autoscalers
 	if err := r.router(ctx, p); err != nil {
 		p.failed(false, err)
 		return err

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -12,10 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
 // HandoverFieldManager is the field manager that holds a workload's
@@ -244,4 +249,51 @@ func (r *Reconciler) forScaler(ctx context.Context, obj client.Object) []reconci
 		r.owner(q, w)
 	}
 	return q.list()
+}
+
+// autoscalerStatus reports the autoscalers of the service's workloads,
+// sorted by target, kind and name. A ScaledObject reports the replicas of
+// the HPA KEDA made for it (status.hpaName), which is not listed itself.
+func (r *Reconciler) autoscalerStatus(ctx context.Context, p *pass) ([]v1alpha2.AutoscalerStatus, error) {
+	kedaHPAs := map[string]bool{}
+	for _, s := range p.scalers {
+		if u, ok := s.obj.(*unstructured.Unstructured); ok {
+			if name, _, _ := unstructured.NestedString(u.Object, "status", "hpaName"); name != "" {
+				kedaHPAs[name] = true
+			}
+		}
+	}
+	var out []v1alpha2.AutoscalerStatus
+	for _, s := range p.scalers {
+		st := v1alpha2.AutoscalerStatus{Name: s.obj.GetName(), Target: v1alpha2.ScaleTarget{Kind: s.target.gvk.Kind, Name: s.target.name}}
+		var hpa *autoscalingv2.HorizontalPodAutoscaler
+		switch o := s.obj.(type) {
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			if kedaHPAs[o.Name] {
+				continue
+			}
+			st.Kind, hpa = gvkHPA.Kind, o
+		case *unstructured.Unstructured:
+			st.Kind = gvkScaledObject.Kind
+			if name, _, _ := unstructured.NestedString(o.Object, "status", "hpaName"); name != "" {
+				hpa = &autoscalingv2.HorizontalPodAutoscaler{}
+				found, err := r.getOptional(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, hpa)
+				if err != nil {
+					return nil, err
+				}
+				if !found {
+					hpa = nil
+				}
+			}
+		}
+		if hpa != nil && (len(hpa.Status.Conditions) > 0 || hpa.Status.CurrentReplicas > 0 || hpa.Status.DesiredReplicas > 0) {
+			st.CurrentReplicas, st.DesiredReplicas = ptr.To(hpa.Status.CurrentReplicas), ptr.To(hpa.Status.DesiredReplicas)
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b v1alpha2.AutoscalerStatus) int {
+		return cmp.Or(cmp.Compare(a.Target.Kind, b.Target.Kind), cmp.Compare(a.Target.Name, b.Target.Name),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
 }

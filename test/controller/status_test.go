@@ -36,6 +36,10 @@ func TestStatusCommand(t *testing.T) {
 			Conditions:    ready(metav1.ConditionTrue, "Ready"),
 			URL:           "http://gw.example.com/status-cli-a/qwen",
 			InferencePool: &v1alpha2.InferencePoolStatus{Name: "qwen-inference-pool", Group: "inference.networking.k8s.io", MigrationPhase: "v1"},
+			Autoscalers: []v1alpha2.AutoscalerStatus{
+				{Kind: "HorizontalPodAutoscaler", Name: "qwen-hpa", Target: v1alpha2.ScaleTarget{Kind: "Deployment", Name: "qwen-kserve"}, CurrentReplicas: ptr(int32(3)), DesiredReplicas: ptr(int32(5))},
+				{Kind: "ScaledObject", Name: "qwen-kserve-prefill-keda", Target: v1alpha2.ScaleTarget{Kind: "Deployment", Name: "qwen-kserve-prefill"}},
+			},
 		}},
 		{"status-cli-a", "llama", v1alpha2.LLMInferenceServiceStatus{
 			Conditions:    ready(metav1.ConditionFalse, "InferencePoolNotReady"),
