@@ -13,6 +13,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,15 @@ func TestAutoscalerKeepsReplicas(t *testing.T) {
 	}
 
 	e.scale(&appsv1.Deployment{}, "sim-kserve", 5)
+	e.hpaStatus("sim-hpa", 2, 5)
+	want := v1alpha2.AutoscalerStatus{Kind: "HorizontalPodAutoscaler", Name: "sim-hpa", Target: v1alpha2.ScaleTarget{Kind: "Deployment", Name: "sim-kserve"},
+		CurrentReplicas: ptr(int32(2)), DesiredReplicas: ptr(int32(5))}
+	testenv.Eventually(t, "the service reports its HPA", func() error {
+		if got := e.service("sim").Status.Autoscalers; len(got) != 1 || !equality.Semantic.DeepEqual(got[0], want) {
+			return fmt.Errorf("status.autoscalers = %s", toJSON(got))
+		}
+		return nil
+	})
 	e.forceReconciles("sim", 100, "apps/v1", "deployments")
 	e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
 	if *d.Spec.Replicas != 5 || !updatesReplicas(d, hpaManager) || appliesReplicas(d) {
@@ -113,6 +123,26 @@ func (e *env) createHPA(name, apiVersion, kind, target string) {
 		},
 	}
 	e.must(e.c.Create(context.Background(), hpa))
+}
+
+// hpaStatus writes an HPA's status as the HPA controller does.
+func (e *env) hpaStatus(name string, current, desired int32) {
+	e.t.Helper()
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	e.must(e.c.Get(context.Background(), clientKey(e.ns, name), hpa))
+	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{
+		CurrentReplicas: current, DesiredReplicas: desired, LastScaleTime: ptr(metav1.Now()),
+		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale", LastTransitionTime: metav1.Now()}},
+	}
+	e.must(e.c.Status().Update(context.Background(), hpa))
+}
+
+func toJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 // scale writes a workload's replicas as the HPA controller does: through
