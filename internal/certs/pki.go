@@ -99,23 +99,9 @@ func NewCA(commonName string, now time.Time, lifetime time.Duration) (*KeyPair, 
 // name. The certificate is valid from shortly before now for lifetime, but
 // never past the CA's expiry.
 func Issue(ca *KeyPair, names []string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
-	if ca == nil || ca.Cert == nil || ca.Key == nil {
-		return nil, errors.New("issue serving certificate: no CA")
-	}
 	dns, ips, err := splitNames(names)
 	if err != nil {
 		return nil, fmt.Errorf("issue serving certificate: %w", err)
-	}
-	if lifetime <= 0 {
-		return nil, fmt.Errorf("issue serving certificate for %s: lifetime %s is not positive", strings.Join(names, ", "), lifetime)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("issue serving certificate for %s: generate key: %w", strings.Join(names, ", "), err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, fmt.Errorf("issue serving certificate for %s: %w", strings.Join(names, ", "), err)
 	}
 	cn := ""
 	if len(dns) > 0 {
@@ -123,21 +109,46 @@ func Issue(ca *KeyPair, names []string, now time.Time, lifetime time.Duration) (
 	} else {
 		cn = ips[0].String()
 	}
-	notAfter := now.Add(lifetime)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
+	return issue(ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    dns,
+		IPAddresses: ips,
+	}, "serving certificate for "+strings.Join(names, ", "), now, lifetime)
+}
+
+// IssueClient makes a client certificate for commonName with a new ECDSA
+// P-256 key, signed by ca, valid as Issue's: for a front proxy, whose
+// client certificate an aggregated API server trusts.
+func IssueClient(ca *KeyPair, commonName string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
+	return issue(ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, "client certificate for "+commonName, now, lifetime)
+}
+
+// issue signs tmpl (subject, usage and names set) with ca and a new key.
+func issue(ca *KeyPair, tmpl *x509.Certificate, what string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
+	if ca == nil || ca.Cert == nil || ca.Key == nil {
+		return nil, fmt.Errorf("issue %s: no CA", what)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now.Add(-backdate(lifetime)),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              dns,
-		IPAddresses:           ips,
+	if lifetime <= 0 {
+		return nil, fmt.Errorf("issue %s: lifetime %s is not positive", what, lifetime)
 	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("issue %s: generate key: %w", what, err)
+	}
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return nil, fmt.Errorf("issue %s: %w", what, err)
+	}
+	tmpl.NotBefore = now.Add(-backdate(lifetime))
+	tmpl.NotAfter = now.Add(lifetime)
+	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
+		tmpl.NotAfter = ca.Cert.NotAfter
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
 	return sign(tmpl, ca.Cert, key, ca.Key)
 }
 

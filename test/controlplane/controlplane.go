@@ -62,6 +62,10 @@ type Options struct {
 	// working. Remove a shared control plane's API server only in a test
 	// that owns it.
 	Restartable bool
+	// APIServerFlags are extra kube-apiserver flags (name without the
+	// dashes, value), such as the front proxy's --requestheader-* for an
+	// aggregated API server.
+	APIServerFlags map[string]string
 }
 
 // Start starts the control plane and the webhook server, installs the CRDs
@@ -93,6 +97,9 @@ func StartWith(o Options) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 	}
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDR)
+	for name, value := range o.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	var certDir string
 	if o.Restartable {
 		// envtest makes new certificates on every start in a directory it
@@ -142,6 +149,18 @@ func (cp *ControlPlane) startWebhooks() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// AddUser provisions a user authenticated by a client certificate of the
+// API server's client CA, with groups, and returns a config that reaches
+// the API server as that user. Its rights are what RBAC gives the name
+// and the groups.
+func (cp *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, cp.Config)
+	if err != nil {
+		return nil, fmt.Errorf("add user %s: %w", name, err)
+	}
+	return u.Config(), nil
 }
 
 // Stop stops the webhook server, the API server and etcd.

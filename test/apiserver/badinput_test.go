@@ -1,0 +1,131 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/internal/apiserver"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+// TestBadAnnotations: an annotation that is not a JSON list unpublishes
+// the service, with a 422 on get and a warning on list that name it; tier
+// names the configuration does not define come back as warnings while the
+// known ones still publish.
+func TestBadAnnotations(t *testing.T) {
+	ns := testenv.NewNamespace(t, cp.Client, "annotations")
+	publish(t, ns, "good", tiersJSON("premium"))
+	publish(t, ns, "ghost", tiersJSON("premium", "platinum"))
+	for name, value := range map[string]string{"truncated": `["premium"`, "string": `"premium"`, "null": `null`, "empty-name": `["premium",""]`} {
+		publish(t, ns, name, value)
+	}
+	alice := newUser(t, premiumUser, "premium-users")
+	alice.waitModels(t, ns, ns+"/ghost", ns+"/good")
+	alice.warnings.take()
+	if _, err := alice.listModels(t, ns); err != nil {
+		t.Fatal(err)
+	}
+	warned := alice.warnings.take()
+	want := []string{fmt.Sprintf("LLMInferenceService %s/ghost: annotation %s names tiers that the tier configuration does not define: platinum", ns, modelv1alpha1.AnnotationTiers)}
+	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
+		want = append(want, fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: ", ns, name, modelv1alpha1.AnnotationTiers))
+	}
+	for _, w := range want {
+		if !strings.Contains(warned, w) {
+			t.Errorf("warnings of the list lack %q; got:\n%s", w, warned)
+		}
+	}
+	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
+		err := alice.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &modelv1alpha1.Model{})
+		if !apierrors.IsInvalid(err) || !containsAll(err.Error(), ns+"/"+name, "metadata.annotations["+modelv1alpha1.AnnotationTiers+"]") {
+			t.Errorf("get model %s with a bad annotation: %v, want 422 naming the service and the annotation", name, err)
+		}
+	}
+}
+
+// TestBadTierConfig: every way the tier ConfigMap can be wrong makes the
+// requests that need a tier fail with a 503 naming the ConfigMap and what
+// is wrong; the server keeps running and recovers with the ConfigMap.
+func TestBadTierConfig(t *testing.T) {
+	key := client.ObjectKey{Namespace: systemNS, Name: apiserver.DefaultTierConfigName}
+	gateway := newUser(t, gatewayUser)
+	alice := newUser(t, premiumUser, "premium-users")
+	t.Cleanup(func() {
+		setTiers(t, map[string]string{apiserver.TierConfigKey: tiersYAML})
+		testenv.Eventually(t, "the tier configuration is back", func() error {
+			r, err := gateway.review(t, "premium-users")
+			if err == nil && r.Status.Tier != "premium" {
+				err = fmt.Errorf("tier %+v", r.Status)
+			}
+			return err
+		})
+	})
+	what := "ConfigMap " + key.String()
+	for name, tc := range map[string]struct {
+		data map[string]string // nil deletes the ConfigMap
+		want string
+	}{
+		"not YAML":        {map[string]string{"tiers": "- name: [free"}, what + " key tiers: not a list of {name, displayName, description, level, groups}"},
+		"unknown field":   {map[string]string{"tiers": "- name: free\n  group: [system:authenticated]\n"}, `unknown field "group"`},
+		"duplicate name":  {map[string]string{"tiers": "- name: free\n- name: free\n"}, what + ` key tiers: tiers[1].name: "free" is also tiers[0]'s name`},
+		"not a namespace": {map[string]string{"tiers": "- name: Free_Tier\n"}, what + ` key tiers: tiers[0].name: "Free_Tier" does not make a namespace name`},
+		"no name":         {map[string]string{"tiers": "- level: 3\n"}, what + " key tiers: tiers[0].name: must not be empty"},
+		"no tiers":        {map[string]string{"tiers": "[]"}, what + " key tiers: no tiers"},
+		"no key":          {map[string]string{"tier": tiersYAML}, what + " has no key tiers"},
+		"no ConfigMap":    {nil, what + " does not exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			setTiers(t, tc.data)
+			testenv.Eventually(t, "a tierreview fails", func() error {
+				_, err := gateway.review(t, "premium-users")
+				if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), tc.want) {
+					return fmt.Errorf("got %w, want 503 with %q", err, tc.want)
+				}
+				return nil
+			})
+			if _, err := alice.listModels(t, ""); !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("list models: %v, want 503 with %q", err, tc.want)
+			}
+			if _, err := alice.requestToken(t, nil); !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("token request: %v, want 503 with %q", err, tc.want)
+			}
+			select {
+			case err := <-server.done:
+				t.Fatalf("the api-server exited: %v", err)
+			default:
+			}
+		})
+	}
+}
+
+// setTiers writes data to the tier ConfigMap, or deletes it when nil.
+func setTiers(t *testing.T, data map[string]string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	cm.Name, cm.Namespace = apiserver.DefaultTierConfigName, systemNS
+	// In Cleanup the test's context is done already.
+	ctx := context.WithoutCancel(t.Context())
+	err := cp.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	switch {
+	case data == nil && err == nil:
+		err = cp.Client.Delete(ctx, cm)
+	case data == nil:
+		err = client.IgnoreNotFound(err)
+	case apierrors.IsNotFound(err):
+		cm.Data = data
+		err = cp.Client.Create(ctx, cm)
+	case err == nil:
+		cm.Data = data
+		err = cp.Client.Update(ctx, cm)
+	}
+	if err != nil {
+		t.Fatalf("set the tier ConfigMap: %v", err)
+	}
+}
