@@ -67,6 +67,13 @@ type outcome struct {
 	// UpgradedReady says the upgraded service was Ready again for its new
 	// generation.
 	UpgradedReady bool
+	// ScaledBefore and ScaledAfter are the autoscaled Deployment's replicas
+	// before step 9's HPA and after the controller reconciled its scale;
+	// ScaledGenerationKept says the controller did not write the
+	// Deployment meanwhile, ScaledOwnedByHPA that the HPA alone owns its
+	// spec.replicas.
+	ScaledBefore, ScaledAfter              int32
+	ScaledGenerationKept, ScaledOwnedByHPA bool
 	// Webhooks says the API server reached the controller's webhook.
 	Webhooks bool
 	Elapsed  time.Duration
@@ -78,7 +85,7 @@ type serviceState struct {
 	URL   string
 }
 
-// demo is one run of the nine steps.
+// demo is one run of the ten steps.
 type demo struct {
 	*runner
 	out *outcome
@@ -143,7 +150,7 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 func (d *demo) run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
-		d.startDataPlane, d.watchStatus, d.upgrade, d.finish,
+		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.finish,
 	} {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("step %d: %w", d.step, err)
@@ -710,7 +717,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 	return &list.Items[0], nil
 }
 
-// 9. Tear down, or keep the environment.
+// 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
 		d.header("Tear down: stop the simulated data plane, the controller, kube-apiserver and etcd")

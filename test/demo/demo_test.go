@@ -18,11 +18,12 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
-// TestIntegrationDemo runs the demo's nine steps with the cluster and the
+// TestIntegrationDemo runs the demo's ten steps with the cluster and the
 // simulated data plane inside the test, and checks what they achieved: every
 // service Ready with its route on the v1 InferencePool, the children the
 // engine renders for each service (kind by kind) live in the cluster, and
-// the helm upgrade scaled the decode Deployment.
+// the helm upgrade scaled the decode Deployment, and the simulated HPA's
+// count was left alone.
 func TestIntegrationDemo(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -71,10 +72,14 @@ func TestIntegrationDemo(t *testing.T) {
 		t.Errorf("upgrade: decode replicas %d -> %d (%d ready), service Ready again %t; want 2 -> %d, all ready",
 			res.DecodeBefore, res.DecodeAfter, res.DecodeReady, res.UpgradedReady, upgradeReplicas)
 	}
+	if res.ScaledBefore != 2 || res.ScaledAfter != autoscaleReplicas || !res.ScaledGenerationKept || !res.ScaledOwnedByHPA {
+		t.Errorf("autoscale: replicas %d -> %d, Deployment not written by the controller %t, spec.replicas the HPA's alone %t; want 2 -> %d, true, true",
+			res.ScaledBefore, res.ScaledAfter, res.ScaledGenerationKept, res.ScaledOwnedByHPA, autoscaleReplicas)
+	}
 	if _, err := localcluster.HostIP(); err == nil && !res.Webhooks {
 		t.Error("this machine can route to itself, yet the demo ran without webhooks")
 	}
-	for _, line := range []string{"1/9 Build", "3/9 helm install", "7/9 Watch", "9/9 Tear down", "dual", "demo done in"} {
+	for _, line := range []string{"1/10 Build", "3/10 helm install", "7/10 Watch", "9/10 Autoscale", "10/10 Tear down", "hpa/qwen-hpa:2/4", "dual", "demo done in"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the output lacks %q", line)
 		}

@@ -20,7 +20,10 @@
 //     each service's objects by kind;
 //  8. helm upgrade with llama-pd's decode replicas changed, and wait for the
 //     Deployment to follow;
-//  9. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
+//  9. put an HPA on qwen's decode Deployment and scale it as the HPA
+//     controller would (SIMULATED: there is no metrics server), then show
+//     the controller handing spec.replicas over and leaving the count alone;
+//  10. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
 //     kubectl against it.
 //
 // Each step prints a line with the time since the start. Other commands:

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+)
+
+// Step 9: an HPA on qwen's decode Deployment, which "scales" it to
+// autoscaleReplicas. There is no metrics server: the demo writes the scale
+// and the HPA's status as the HPA controller would.
+const (
+	autoscaleService  = "qwen"
+	autoscaleReplicas = 4
+	hpaName           = "qwen-hpa"
+	// hpaManager is the field manager of the HPA controller's writes.
+	hpaManager = "kube-controller-manager"
+)
+
+// 9. Scale one service with a simulated HPA and show the controller leave
+// the count alone.
+func (d *demo) autoscale(ctx context.Context) error {
+	d.header(fmt.Sprintf("Autoscale %s with a SIMULATED HPA (no metrics server: the demo writes the scale as the HPA controller would)", autoscaleService))
+	i := slices.IndexFunc(d.services, func(s serviceRef) bool { return s.Name == autoscaleService })
+	if i < 0 {
+		return fmt.Errorf("%s has no service %s to autoscale", valuesFile, autoscaleService)
+	}
+	target := d.services[i]
+	dep, err := d.decodeDeployment(ctx, target)
+	if err != nil {
+		return err
+	}
+	d.out.ScaledBefore = ptrDeref(dep.Spec.Replicas)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: hpaName},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name},
+			MinReplicas:    ptrTo(int32(1)), MaxReplicas: 8,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptrTo(int32(80))},
+			}}},
+		},
+	}
+	if err := d.c.Create(ctx, hpa); err != nil {
+		return fmt.Errorf("create HorizontalPodAutoscaler %s/%s: %w", hpa.Namespace, hpa.Name, err)
+	}
+	d.say("kubectl autoscale deployment %s --min 1 --max 8 --cpu-percent 80  (HorizontalPodAutoscaler %s)", dep.Name, hpaName)
+	err = d.poll(ctx, "the controller lets go of the Deployment's replicas", 100*time.Millisecond, func() (bool, error) {
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false, err
+		}
+		return !ownsReplicas(dep, "odh-serving"), nil
+	})
+	if err != nil {
+		return err
+	}
+	d.say("the controller stopped applying spec.replicas and kept the count at %d (%s)", ptrDeref(dep.Spec.Replicas), replicasOwners(dep))
+
+	s := &autoscalingv1.Scale{}
+	if err := d.c.SubResource("scale").Get(ctx, dep, s); err != nil {
+		return fmt.Errorf("get the scale of Deployment %s: %w", dep.Name, err)
+	}
+	s.Spec.Replicas = autoscaleReplicas
+	if err := d.c.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(s), client.FieldOwner(hpaManager)); err != nil {
+		return fmt.Errorf("scale Deployment %s: %w", dep.Name, err)
+	}
+	if err := d.c.Get(ctx, client.ObjectKeyFromObject(hpa), hpa); err != nil {
+		return err
+	}
+	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{
+		CurrentReplicas: d.out.ScaledBefore, DesiredReplicas: autoscaleReplicas, LastScaleTime: ptrTo(metav1.Now()),
+		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{
+			Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale", LastTransitionTime: metav1.Now(),
+		}},
+	}
+	if err := d.c.Status().Update(ctx, hpa); err != nil {
+		return fmt.Errorf("status of HorizontalPodAutoscaler %s: %w", hpaName, err)
+	}
+	if err := d.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+		return err
+	}
+	generation := dep.Generation
+	d.say("the HPA scaled %s through the scale subresource: %d -> %d replicas (field manager %s), generation %d",
+		dep.Name, d.out.ScaledBefore, autoscaleReplicas, hpaManager, generation)
+
+	// The HPA's status change reconciles the service: once its status
+	// shows the HPA's counts, the controller has seen the scaled
+	// Deployment, and left it alone.
+	err = d.poll(ctx, "the service reports its HPA and the Deployment is ready at the new count", 200*time.Millisecond, func() (bool, error) {
+		svc := &v1alpha2.LLMInferenceService{}
+		if err := d.c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: target.Name}, svc); err != nil {
+			return false, err
+		}
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false, err
+		}
+		a := svc.Status.Autoscalers
+		return len(a) == 1 && a[0].Name == hpaName && a[0].DesiredReplicas != nil && *a[0].DesiredReplicas == autoscaleReplicas &&
+			dep.Status.ReadyReplicas == autoscaleReplicas, nil
+	})
+	if err != nil {
+		return err
+	}
+	d.out.ScaledAfter, d.out.ScaledGenerationKept = ptrDeref(dep.Spec.Replicas), dep.Generation == generation
+	d.out.ScaledOwnedByHPA = ownsReplicas(dep, hpaManager) && !ownsReplicas(dep, "odh-serving")
+	d.say("after the controller reconciled %s: Deployment %s at %d replicas, %d ready (simulated), generation %d (the controller wrote nothing to it), %s",
+		target, dep.Name, d.out.ScaledAfter, dep.Status.ReadyReplicas, dep.Generation, replicasOwners(dep))
+	out, err := d.status(ctx)
+	if err != nil {
+		return err
+	}
+	d.block(out)
+	return nil
+}
+
+// ownsReplicas reports whether manager owns the Deployment's spec.replicas.
+func ownsReplicas(dep *appsv1.Deployment, manager string) bool {
+	for _, f := range dep.ManagedFields {
+		if f.Manager != manager || f.FieldsV1 == nil {
+			continue
+		}
+		var set struct {
+			Spec map[string]json.RawMessage `json:"f:spec"`
+		}
+		if json.Unmarshal(f.FieldsV1.Raw, &set) == nil {
+			if _, ok := set.Spec["f:replicas"]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// replicasOwners says who owns the Deployment's spec.replicas.
+func replicasOwners(dep *appsv1.Deployment) string {
+	var owners []string
+	for _, f := range dep.ManagedFields {
+		if ownsReplicas(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{f}}}, f.Manager) {
+			owners = append(owners, f.Manager)
+		}
+	}
+	return fmt.Sprintf("spec.replicas owned by %v", owners)
+}
