@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -32,12 +31,7 @@ const (
 // the count alone.
 func (d *demo) autoscale(ctx context.Context) error {
 	d.header(fmt.Sprintf("Autoscale %s with a SIMULATED HPA (no metrics server: the demo writes the scale as the HPA controller would)", autoscaleService))
-	i := slices.IndexFunc(d.services, func(s serviceRef) bool { return s.Name == autoscaleService })
-	if i < 0 {
-		return fmt.Errorf("%s has no service %s to autoscale", valuesFile, autoscaleService)
-	}
-	target := d.services[i]
-	dep, err := d.decodeDeployment(ctx, target)
+	target, dep, err := d.decodeOf(ctx, autoscaleService)
 	if err != nil {
 		return err
 	}

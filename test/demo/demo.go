@@ -651,12 +651,7 @@ func (d *demo) serviceStates(ctx context.Context) (map[string]serviceState, erro
 // 8. helm upgrade with a changed decode replica count.
 func (d *demo) upgrade(ctx context.Context) error {
 	d.header(fmt.Sprintf("helm upgrade: %s decode replicas -> %d", upgradeService, upgradeReplicas))
-	i := slices.IndexFunc(d.services, func(s serviceRef) bool { return s.Name == upgradeService })
-	if i < 0 {
-		return fmt.Errorf("%s has no service %s to upgrade", valuesFile, upgradeService)
-	}
-	target := d.services[i]
-	before, err := d.decodeDeployment(ctx, target)
+	target, before, err := d.decodeOf(ctx, upgradeService)
 	if err != nil {
 		return err
 	}
@@ -700,6 +695,16 @@ func ptrDeref(p *int32) int32 {
 		return 1
 	}
 	return *p
+}
+
+// decodeOf finds the demo's service name and its decode Deployment.
+func (d *demo) decodeOf(ctx context.Context, name string) (serviceRef, *appsv1.Deployment, error) {
+	i := slices.IndexFunc(d.services, func(s serviceRef) bool { return s.Name == name })
+	if i < 0 {
+		return serviceRef{}, nil, fmt.Errorf("%s has no service %s", valuesFile, name)
+	}
+	dep, err := d.decodeDeployment(ctx, d.services[i])
+	return d.services[i], dep, err
 }
 
 // decodeDeployment finds a service's decode (main workload) Deployment by
