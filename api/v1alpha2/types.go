@@ -164,6 +164,17 @@ type WorkloadSpec struct {
 	// +optional
 	Parallelism *ParallelismSpec `json:"parallelism,omitempty"`
 
+	// Labels are added to the workload's pods; the labels odh-serving
+	// selects them by keep their values.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to the workload's pods. On the main workload,
+	// serving.kserve.io/model-based-routing-enabled: "true" also turns on
+	// the route's model header rules, as on the service itself.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
 	// Template is the serving pod (the leader pod when multi-node). It is a
 	// partial pod spec merged over the presets; containers merge by name.
 	// +optional

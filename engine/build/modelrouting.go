@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
 // Model-based routing: requests to the shared /v1/... paths reach the
@@ -29,9 +31,11 @@ const (
 // routePath is Gateway API's pattern for a path match value.
 var routePath = regexp.MustCompile(`^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$`)
 
-// ModelBasedRouting reports whether the service asks for the header rules.
-func ModelBasedRouting(annotations map[string]string) bool {
-	return annotations[AnnotationModelBasedRouting] == "true"
+// ModelBasedRouting reports whether a service asks for the header rules:
+// its own annotation, or, as KServe reads it, the annotation its merged
+// spec gives the main workload's pods (spec.annotations).
+func ModelBasedRouting(annotations map[string]string, spec *v1alpha2.LLMInferenceServiceSpec) bool {
+	return annotations[AnnotationModelBasedRouting] == "true" || spec.Annotations[AnnotationModelBasedRouting] == "true"
 }
 
 // modelRouting keeps or drops the route's model header matches. Without
@@ -41,7 +45,7 @@ func ModelBasedRouting(annotations map[string]string) bool {
 // names the adapter instead: an adapter is served by the same pods as its
 // model.
 func (b *builder) modelRouting(rules []gatewayv1.HTTPRouteRule) []gatewayv1.HTTPRouteRule {
-	if !ModelBasedRouting(b.svc.Annotations) {
+	if !ModelBasedRouting(b.svc.Annotations, b.spec) {
 		var kept []gatewayv1.HTTPRouteRule
 		for _, r := range rules {
 			var matches []gatewayv1.HTTPRouteMatch
@@ -100,7 +104,7 @@ func isModelHeader(h gatewayv1.HTTPHeaderMatch) bool {
 // of the route, and the publisher paths carry spec.model.name.
 func (b *builder) checkRoute(rules []gatewayv1.HTTPRouteRule) error {
 	why := ""
-	if len(b.lora) > 0 && ModelBasedRouting(b.svc.Annotations) {
+	if len(b.lora) > 0 && ModelBasedRouting(b.svc.Annotations, b.spec) {
 		why = fmt.Sprintf("; with model-based routing each of the %d LoRA adapters (spec.model.lora.adapters) adds a header match per model header match", len(b.lora))
 	}
 	if len(rules) > maxRouteRules {

@@ -2,13 +2,17 @@ package build
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -73,6 +77,11 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 	if w.Template == nil && w.Worker == nil {
 		return fmt.Errorf("%s.template: a workload needs a pod template; no preset or baseRef supplied one", path)
 	}
+	errs := metav1validation.ValidateLabels(w.Labels, field.NewPath(path, "labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(w.Annotations, field.NewPath(path, "annotations"))...)
+	if len(errs) > 0 {
+		return errs.ToAggregate()
+	}
 	replicas := int32(1)
 	if w.Replicas != nil {
 		replicas = *w.Replicas
@@ -87,14 +96,14 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 			pod.ServiceAccountName = k.singleSA
 			b.add(b.podRBAC(k.singleSA, b.names.workloadRole, b.names.workloadRoleBinding, k.component)...)
 		}
-		podLabels := b.podLabels(k.component, k.role, true)
+		podMeta := b.podMeta(w, b.podLabels(k.component, k.role, true), false)
 		d := &appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: b.propagated(b.meta(k.deployment, k.component), false),
 			Spec: appsv1.DeploymentSpec{
 				Replicas: &replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: b.labels(k.component)},
-				Template: corev1.PodTemplateSpec{ObjectMeta: b.propagated(metav1.ObjectMeta{Labels: podLabels}, false), Spec: *pod},
+				Template: corev1.PodTemplateSpec{ObjectMeta: podMeta, Spec: *pod},
 			},
 		}
 		b.add(d)
@@ -128,7 +137,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 				WorkerTemplate: corev1.PodTemplateSpec{
 					// Workers serve through the leader; without a leader they
 					// are the serving pods themselves.
-					ObjectMeta: b.propagated(metav1.ObjectMeta{Labels: b.podLabels(k.worker, k.role, w.Template == nil)}, true),
+					ObjectMeta: b.podMeta(w, b.podLabels(k.worker, k.role, w.Template == nil), true),
 					Spec:       *workerPod,
 				},
 			},
@@ -143,7 +152,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 		leaderPod.ServiceAccountName = k.multiNodeSA
 		sidecar = hasSidecar(leaderPod)
 		lws.Spec.LeaderWorkerTemplate.LeaderTemplate = &corev1.PodTemplateSpec{
-			ObjectMeta: b.propagated(metav1.ObjectMeta{Labels: b.podLabels(k.leader, k.role, true)}, true),
+			ObjectMeta: b.podMeta(w, b.podLabels(k.leader, k.role, true), true),
 			Spec:       *leaderPod,
 		}
 	}
@@ -203,6 +212,19 @@ func (b *builder) podLabels(component, role string, serving bool) map[string]str
 		}
 	}
 	return l
+}
+
+// podMeta is the metadata of a workload's pod template: the workload's
+// labels and annotations (spec.labels, spec.annotations), the service's
+// propagated ones, and the labels odh-serving selects the pods by, which
+// win.
+func (b *builder) podMeta(w *v1alpha2.WorkloadSpec, labels map[string]string, lws bool) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Labels: maps.Clone(w.Labels), Annotations: maps.Clone(w.Annotations)}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	maps.Copy(m.Labels, labels)
+	return b.propagated(m, lws)
 }
 
 // propagated adds the service's scheduling labels and annotations (kueue,
