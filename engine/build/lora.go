@@ -140,21 +140,26 @@ func (b *builder) addLoRA(pod *corev1.PodSpec, adapters []loraAdapter) {
 	}
 	b.downloadLoRA(pod, main, adapters)
 	c := &pod.Containers[main]
+	pvc := false
 	for _, a := range adapters {
 		if a.scheme != "pvc" {
 			continue
 		}
+		pvc = true
 		claim, sub, _ := strings.Cut(strings.TrimPrefix(a.uri, "pvc://"), "/")
 		vol := loraVolumeName(a.name)
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: a.path, SubPath: sub, ReadOnly: true})
-		// Below a modelcar's volume at /mnt, the adapter's mount point is
-		// made in that volume, which must be writable for it.
+	}
+	if pvc {
+		// The claims are mounted below the download (or modelcar) volume
+		// when that is at /mnt or /mnt/lora; their mount points are made in
+		// it when the container starts, which a read-only mount refuses.
 		for i := range c.VolumeMounts {
-			if c.VolumeMounts[i].Name == provisionVolume && c.VolumeMounts[i].MountPath == modelcarMount {
-				c.VolumeMounts[i].ReadOnly = false
+			if m := &c.VolumeMounts[i]; m.Name == provisionVolume && strings.HasPrefix(LoRAMountRoot+"/", strings.TrimSuffix(m.MountPath, "/")+"/") {
+				m.ReadOnly = false
 			}
 		}
 	}
@@ -167,58 +172,34 @@ func (b *builder) addLoRA(pod *corev1.PodSpec, adapters []loraAdapter) {
 // downloadLoRA has the pod's storage-initializer fetch the hf:// and s3://
 // adapters: their URI and directory follow the model's as more pairs of
 // arguments, and the download volume moves to the common parent of all
-// destinations, read-write for the download and read-only for vLLM. A pod
-// whose model is not downloaded gets a storage-initializer for the
-// adapters alone.
+// destinations (/mnt), read-write for the download and read-only for vLLM.
+// A pod whose model is not downloaded gets a storage-initializer for the
+// adapters alone: into the modelcar's volume at /mnt when there is one,
+// else into a volume of its own at /mnt/lora.
 func (b *builder) downloadLoRA(pod *corev1.PodSpec, main int, adapters []loraAdapter) {
 	var pairs []string
-	pvc := false
 	for _, a := range adapters {
 		if a.downloaded() {
 			pairs = append(pairs, a.uri, a.path)
 		}
-		pvc = pvc || a.scheme == "pvc"
 	}
 	if len(pairs) == 0 {
 		return
 	}
-	root := LoRAMountRoot
-	var dests []string
-	init := containerIndex(pod.InitContainers, StorageInitializer)
-	// A modelcar's volume, at /mnt in main, already holds the model link:
-	// the adapters are downloaded into it below /mnt/lora.
-	modelcar := containerIndex(pod.Containers, Modelcar) >= 0
-	switch {
-	case init >= 0:
-		root = loraDownloadRoot
-		dests = append(dests, ModelMountPath)
-		pod.InitContainers[init].Args = append(pod.InitContainers[init].Args, pairs...)
-		setMountPath(pod.InitContainers[init].VolumeMounts, provisionVolume, root)
-	case modelcar:
-		root = loraDownloadRoot
-		pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, root)}, pod.InitContainers...)
-		return
-	default:
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, root)}, pod.InitContainers...)
-	}
-	for i := 1; i < len(pairs); i += 2 {
-		dests = append(dests, pairs[i])
-	}
 	c := &pod.Containers[main]
-	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == provisionVolume })
-	if !pvc {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: root, ReadOnly: true})
+	if init := containerIndex(pod.InitContainers, StorageInitializer); init >= 0 {
+		pod.InitContainers[init].Args = append(pod.InitContainers[init].Args, pairs...)
+		setMountPath(pod.InitContainers[init].VolumeMounts, provisionVolume, loraDownloadRoot)
+		setMountPath(c.VolumeMounts, provisionVolume, loraDownloadRoot)
 		return
 	}
-	// pvc:// adapters are mounted under /mnt/lora too. Below a read-only
-	// mount of the parent their mount points could not be created, so vLLM
-	// gets each downloaded directory on its own instead.
-	for _, d := range dests {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
-			Name: provisionVolume, MountPath: d, SubPath: strings.TrimPrefix(d, root+"/"), ReadOnly: true,
-		})
+	if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == provisionVolume }) {
+		pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, loraDownloadRoot)}, pod.InitContainers...)
+		return
 	}
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	pod.InitContainers = append([]corev1.Container{b.storageInitializer(pairs, LoRAMountRoot)}, pod.InitContainers...)
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: LoRAMountRoot, ReadOnly: true})
 }
 
 // loraArgs are the vLLM arguments for the adapters: --enable-lora, the
