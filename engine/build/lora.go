@@ -158,7 +158,7 @@ func (b *builder) addLoRA(pod *corev1.PodSpec, adapters []loraAdapter) {
 		// when that is at /mnt or /mnt/lora; their mount points are made in
 		// it when the container starts, which a read-only mount refuses.
 		for i := range c.VolumeMounts {
-			if m := &c.VolumeMounts[i]; m.Name == provisionVolume && strings.HasPrefix(LoRAMountRoot+"/", strings.TrimSuffix(m.MountPath, "/")+"/") {
+			if m := &c.VolumeMounts[i]; m.Name == provisionVolume && within(LoRAMountRoot, m.MountPath) {
 				m.ReadOnly = false
 			}
 		}
@@ -260,6 +260,12 @@ func hasLoRAModules(s string) bool { return strings.Contains(s, loraModules) }
 // unquotes the arguments once more.
 func evals(c *corev1.Container) bool {
 	return slices.ContainsFunc(c.Command, evalWord.MatchString) || slices.ContainsFunc(c.Args, evalWord.MatchString)
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	dir = strings.TrimSuffix(dir, "/")
+	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 func containerIndex(cs []corev1.Container, name string) int {
