@@ -17,4 +17,14 @@
 // service is stopped, and each child's role and apply wave. The render CLI
 // and the Helm post-renderer call Render, the controller Prepare and Build:
 // the same code, so what a user previews offline is what the cluster gets.
+//
+// Models-as-a-Service access is built here too, as children like the
+// others, so there is one source of truth for it: when Options.Tiers holds
+// the tier list (engine/tier), a service carrying the annotation
+// alpha.maas.opendatahub.io/tiers gets the Role <service>-model-user (verb
+// post on itself) and a RoleBinding per allowed tier to the ServiceAccount
+// group of the tier's namespace (build.ModelAccess). They are applied,
+// owned and pruned like every child. A bad annotation does not fail the
+// render: Result.Access.Err says why, and no access object is built, so
+// the caller keeps what it had rather than apply half of it.
 package engine

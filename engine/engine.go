@@ -17,6 +17,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/merge"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/template"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // DefaultSystemNamespace is where the shared presets live when no other
@@ -63,6 +64,12 @@ type Options struct {
 	// modelcar (the default; works on every cluster) or an image volume
 	// (needs the ImageVolume feature gate).
 	OCIModelSource build.OCIModelSource
+	// Tiers are the Models-as-a-Service tiers. When set, a service with
+	// the tiers annotation (tier.AnnotationTiers) gets the RBAC that lets
+	// its tiers call it (build.ModelAccess); when nil, MaaS is off and the
+	// annotation is ignored. It is data, not a flag: the controller reads
+	// it from the tier ConfigMap, render from an input file.
+	Tiers *tier.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -128,8 +135,14 @@ func (p *Plan) Build(phase build.Phase) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", p.svc.Namespace, p.svc.Name, err)
 	}
+	var access build.Access
+	if opts.Tiers != nil && !p.Stopped {
+		var objs []build.Object
+		objs, access = build.ModelAccess(p.svc, opts.Tiers)
+		children = append(children, objs...)
+	}
 	sortObjects(children)
-	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children))}
+	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children)), Access: access}
 	for i, o := range children {
 		res.Children[i] = Child{Role: roleOf(p.Names, o), Wave: waveOf(o)}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -25,6 +26,9 @@ type caseOptions struct {
 	InternalGateway string `json:"internalGateway"`
 	ImageRegistry   string `json:"imageRegistry"`
 	OCIModelSource  string `json:"ociModelSource"`
+	// Tiers is the MaaS tier list, as under the tier ConfigMap's key.
+	Tiers               string `json:"tiers"`
+	TierNamespacePrefix string `json:"tierNamespacePrefix"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -54,6 +58,11 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.InternalGatewayName = opts.InternalGateway
 	eopts.ImageRegistry = opts.ImageRegistry
 	eopts.OCIModelSource = build.OCIModelSource(opts.OCIModelSource)
+	if opts.Tiers != "" {
+		if eopts.Tiers, err = tier.Parse(opts.Tiers, opts.TierNamespacePrefix); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {

@@ -21,6 +21,10 @@ type Result struct {
 	Objects []build.Object
 	// Children say what each object is: Children[i] is Objects[i]'s.
 	Children []Child
+	// Access says which MaaS tiers may call the service (Options.Tiers),
+	// or why the tiers annotation could not be used; the access objects
+	// (RoleModelAccess) are then not among Objects.
+	Access build.Access
 }
 
 // Child says what one rendered object is for and when it is applied.
@@ -63,6 +67,9 @@ const (
 	RoleRBAC Role = "rbac"
 	// RoleCertificate is a cert-manager Certificate.
 	RoleCertificate Role = "certificate"
+	// RoleModelAccess is the model-user Role of a service published to
+	// MaaS, or one of its tiers' RoleBindings.
+	RoleModelAccess Role = "model-access"
 )
 
 // Named returns the name of the child built for role, or "" when none was.
@@ -145,6 +152,9 @@ func roleOf(n build.Names, o build.Object) Role {
 	case "Certificate":
 		return RoleCertificate
 	case "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding":
+		if o.GetLabels()[build.LabelComponent] == build.ComponentModelAccess {
+			return RoleModelAccess
+		}
 		return RoleRBAC
 	}
 	return ""

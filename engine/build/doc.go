@@ -6,7 +6,9 @@
 //   - the scheduler (endpoint picker): Deployment, Service, ServiceAccount,
 //     Role, RoleBinding and the auth-delegator ClusterRoleBinding;
 //   - the InferencePools: v1, and v1alpha2 while a migration needs it;
-//   - the HTTPRoute, whose pool backends follow the migration phase.
+//   - the HTTPRoute, whose pool backends follow the migration phase;
+//   - for a service published to Models-as-a-Service, the model-user Role
+//     and its tiers' RoleBindings (ModelAccess).
 //
 // It adds nothing that varies between runs: no timestamps, no random values,
 // no secrets. Certificates come from the controller or the platform.
