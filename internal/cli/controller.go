@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
 
@@ -57,6 +58,9 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", controller.DefaultWebhookServiceName, "the webhook Service in the system namespace")
 	fs.BoolVar(&o.DisableWebhooks, "disable-webhooks", false, "run no webhook server (local runs against a bare API server)")
 	fs.BoolVar(&o.ManageCRDs, "manage-crds", true, "apply the embedded GIE CRDs at start")
+	fs.BoolVar(&o.MaaS, "maas", false, "publish services to Models-as-a-Service: a service annotated "+tier.AnnotationTiers+
+		" gets the Role <service>-model-user and a RoleBinding per allowed tier (not in static mode)")
+	o.Tiers.AddFlags(fs)
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "services reconciled at once")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(gofs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
 
@@ -36,6 +37,7 @@ func TestControllerFlags(t *testing.T) {
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
 		ManageCRDs: true, MaxConcurrentReconciles: 4,
+		Tiers: tier.Flags{ConfigMapName: "tier-to-group-mapping", NamespacePrefix: "maas-default-gateway-tier-"},
 	}
 	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -48,7 +50,8 @@ func TestControllerFlags(t *testing.T) {
 		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
 		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--image=storageInitializer=example.com/si:3",
-		"--image-registry=mirror.example.com", "--oci-model-source=image-volume", "--zap-log-level=debug")
+		"--image-registry=mirror.example.com", "--oci-model-source=image-volume", "--zap-log-level=debug",
+		"--maas", "--tier-config-namespace=maas", "--tier-config-name=tiers", "--tier-namespace-prefix=acme-tier-")
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
@@ -62,6 +65,7 @@ func TestControllerFlags(t *testing.T) {
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
 		MaxConcurrentReconciles: 8,
+		MaaS:                    true, Tiers: tier.Flags{ConfigMapNamespace: "maas", ConfigMapName: "tiers", NamespacePrefix: "acme-tier-"},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)

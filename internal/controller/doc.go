@@ -25,4 +25,19 @@
 // CustomResourceDefinitions and starts the matching watches when they are
 // established, with no restart. Until then services that need them report
 // CRDMissing.
+//
+// Models-as-a-Service (--maas): a service carrying the annotation
+// alpha.maas.opendatahub.io/tiers is published to the tiers it names. The
+// engine builds its access objects (the Role <service>-model-user, verb
+// post on the service, and a RoleBinding per tier to the ServiceAccount
+// group of the tier's namespace) from the service and the tier list, as
+// children like the others: there is one place that decides them, and
+// render shows them offline. The controller's part is the input: it reads
+// the tier list from the ConfigMap tier-to-group-mapping (its cache holds
+// that ConfigMap only, and a change of it reconciles every published
+// service) and hands it to the engine. When the annotation or the tier
+// list is bad, nothing of the access is applied or pruned: the objects
+// stay as they were, TiersBound turns False naming the annotation or the
+// ConfigMap, and one Warning event is recorded per new message, so a bad
+// input left in place writes nothing more.
 package controller

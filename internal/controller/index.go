@@ -89,6 +89,7 @@ func (r *Reconciler) indexServices(ctx context.Context, indexer client.FieldInde
 			}
 			return out
 		},
+		indexPublished: published,
 		indexPoolRef: func(o client.Object) []string {
 			if ref := poolRef(&o.(*v1alpha2.LLMInferenceService).Spec); ref != "" {
 				return []string{ref}

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +98,13 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			// Cluster-scoped children carry the engine's part-of label.
 			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{build.LabelPartOf: build.PartOf})},
 		},
+	}
+	if opts.MaaS {
+		// ConfigMaps are many: only the tier list.
+		cacheOpts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{opts.Tiers.ConfigMapNamespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", opts.Tiers.ConfigMapName),
+		}
 	}
 	if opts.SyncPeriod > 0 {
 		cacheOpts.SyncPeriod = &opts.SyncPeriod

@@ -8,6 +8,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 )
 
@@ -21,6 +22,15 @@ type Options struct {
 	// is the storage initializer's image unless StorageInitializerImage is
 	// set.
 	engine.Options
+
+	// MaaS publishes services to Models-as-a-Service: a service with the
+	// tiers annotation gets the RBAC that lets its tiers call it, from the
+	// tier list in the ConfigMap Tiers names. Not in static mode.
+	MaaS bool
+	// Tiers say where the tier list is and how tiers' namespaces are
+	// named: the same flags as the MaaS API server's. The ConfigMap's
+	// namespace defaults to the system namespace.
+	Tiers tier.Flags
 
 	// WatchNamespaces limits the services reconciled; empty means all.
 	WatchNamespaces []string
@@ -90,6 +100,7 @@ const (
 
 func (o Options) withDefaults() Options {
 	o.Options = o.Defaults() // the engine options' defaults
+	o.Tiers = o.Tiers.Defaults(o.SystemNamespace)
 	if o.MigrationGracePeriod == 0 {
 		o.MigrationGracePeriod = DefaultMigrationGracePeriod
 	}
@@ -126,6 +137,9 @@ func (o Options) validate() error {
 	errs := []error{o.Validate()} // the engine options' checks
 	if o.MigrationGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("field MigrationGracePeriod %s: must not be negative", o.MigrationGracePeriod))
+	}
+	if o.MaaS && o.StaticMode {
+		errs = append(errs, errors.New("field MaaS: not in static mode, where Helm makes the children"))
 	}
 	if o.CertMode == build.CertManager && o.CertIssuer.Name == "" {
 		errs = append(errs, errors.New("field CertIssuer.Name: required when CertMode is cert-manager"))

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -24,6 +25,11 @@ import (
 // +kubebuilder:rbac:groups=serving.kserve.io,resources=llminferenceservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=serving.kserve.io,resources=llminferenceservices/finalizers,verbs=update
 // +kubebuilder:rbac:groups=serving.kserve.io,resources=llminferenceserviceconfigs,verbs=get;list;watch
+// With MaaS: post is held only so that the controller may create the
+// model-user Roles, which grant it; the tier ConfigMap is read.
+// +kubebuilder:rbac:groups=serving.kserve.io,resources=llminferenceservices,verbs=post
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
@@ -55,6 +61,10 @@ type Reconciler struct {
 	presets   *presetCache
 	kinds     *availability
 	authority *certs.Authority
+	// tiers reads the MaaS tier list; nil when MaaS is off.
+	tiers *tierSource
+	// recorder records events on services.
+	recorder record.EventRecorder
 	// requeue takes services to reconcile again, e.g. when a CRD appears.
 	requeue chan event.GenericEvent
 }
@@ -81,6 +91,11 @@ type pass struct {
 	// settled is true when the pass reached a result for this generation,
 	// so observedGeneration may move on.
 	settled bool
+	// accessErr says why the service's MaaS tiers could not be worked out
+	// (accessReason: a bad annotation or tier list); its access objects
+	// are then kept as they were.
+	accessErr    error
+	accessReason string
 }
 
 // Reconcile brings one service's children and status in line with its
@@ -121,7 +136,9 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, r.opts.engineOptions(r.images, "")); err != nil {
+	opts := r.opts.engineOptions(r.images, "")
+	opts.Tiers = r.tiersFor(ctx, p)
+	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, opts); err != nil {
 		p.renderFailed(err)
 		return 0, nil
 	}
@@ -135,6 +152,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, nil
 	}
 	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, "")
+	r.access(p)
 	if p.children, err = p.res.Unstructured(); err != nil {
 		return 0, err
 	}

@@ -55,9 +55,16 @@ func Setup(mgr manager.Manager, opts Options) error {
 	}
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), scheme: mgr.GetScheme(), opts: opts, images: images,
-		presets: &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin, byID: map[string]cachedPreset{}},
-		kinds:   newAvailability(),
-		requeue: make(chan event.GenericEvent, 1024),
+		presets:  &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin, byID: map[string]cachedPreset{}},
+		kinds:    newAvailability(),
+		requeue:  make(chan event.GenericEvent, 1024),
+		recorder: mgr.GetEventRecorderFor(ControllerName),
+	}
+	if opts.MaaS {
+		r.tiers = &tierSource{
+			reader: mgr.GetClient(), prefix: opts.Tiers.NamespacePrefix,
+			key: types.NamespacedName{Namespace: opts.Tiers.ConfigMapNamespace, Name: opts.Tiers.ConfigMapName},
+		}
 	}
 	// Static mode too: Helm renders no key, so the workloads' and endpoint
 	// pickers' self-signed secrets come from here in either mode.
@@ -95,6 +102,10 @@ func Setup(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("index HorizontalPodAutoscalers: %w", err)
 	}
 	b = b.Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.forScaler))
+	if r.tiers != nil {
+		// The cache holds only the tier ConfigMap (NewManager).
+		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.forTierConfig))
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("build the %s controller: %w", ControllerName, err)
