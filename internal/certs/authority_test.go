@@ -13,7 +13,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -53,6 +55,10 @@ func newClient(tb testing.TB, objs ...client.Object) *writeCounter {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		tb.Fatal(err)
 	}
+	// APIServices as unstructured, as APIServiceCerts reads them.
+	apiServices := schema.GroupVersion{Group: "apiregistration.k8s.io", Version: "v1"}
+	scheme.AddKnownTypeWithName(apiServices.WithKind("APIService"), &unstructured.Unstructured{})
+	scheme.AddKnownTypeWithName(apiServices.WithKind("APIServiceList"), &unstructured.UnstructuredList{})
 	wc := &writeCounter{}
 	count := func() { wc.writes.Add(1) }
 	wc.Client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{

@@ -152,28 +152,35 @@ func (w *WebhookCerts) ensure(ctx context.Context) (Result, error) {
 // due for renewal, whichever is sooner, until ctx ends. Errors are logged
 // and retried after ten seconds; they never stop the manager.
 func (w *WebhookCerts) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("webhook-certs")
-	interval := w.CheckInterval
+	return keep(ctx, "webhook-certs", w.CheckInterval, w.clock(), w.Ensure)
+}
+
+// keep runs ensure now, then every interval (default
+// DefaultCheckInterval) or when a certificate is due for renewal,
+// whichever is sooner, until ctx ends. Errors are logged and retried after
+// ten seconds; they never stop the manager.
+func keep(ctx context.Context, name string, interval time.Duration, clk clock.Clock, ensure func(context.Context) (Result, error)) error {
+	logger := log.FromContext(ctx).WithName(name)
 	if interval <= 0 {
 		interval = DefaultCheckInterval
 	}
 	for {
-		res, err := w.Ensure(ctx)
+		res, err := ensure(ctx)
 		wait := interval
 		switch {
 		case err != nil:
-			logger.Error(err, "ensure webhook certificates")
+			logger.Error(err, "ensure certificates")
 			wait = min(wait, retryInterval)
 		default:
 			if res.Changed {
-				logger.Info("webhook certificates updated", "renewAt", res.RenewAt)
+				logger.Info("certificates updated", "renewAt", res.RenewAt)
 			}
-			wait = min(wait, res.RequeueAfter(w.clock().Now()))
+			wait = min(wait, res.RequeueAfter(clk.Now()))
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-w.clock().After(wait):
+		case <-clk.After(wait):
 		}
 	}
 }

@@ -71,6 +71,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			}
 		}
 	}
+	if opts.MaaS && opts.CertMode == build.CertSelfSigned {
+		err := mgr.Add(&certs.APIServiceCerts{
+			Client: direct, CA: opts.ca, ServiceName: MaaSAPIServerService, APIService: MaaSAPIService,
+			Secret: types.NamespacedName{Namespace: opts.SystemNamespace, Name: MaaSAPIServerSecret},
+		})
+		if err != nil {
+			return fmt.Errorf("add the MaaS API server's certificates: %w", err)
+		}
+	}
 	if err := Setup(mgr, opts); err != nil {
 		return err
 	}

@@ -92,6 +92,14 @@ const (
 	DefaultIngressGatewayName      = convention.IngressGatewayName
 	DefaultInternalGatewayName     = convention.InternalGatewayName
 
+	// MaaSAPIService, MaaSAPIServerService and MaaSAPIServerSecret are the
+	// chart's MaaS API server: in the self-signed mode (with MaaS) the
+	// controller keeps the secret valid for the Service and injects its CA
+	// into the APIService, as it does for the webhook.
+	MaaSAPIService       = "v1alpha1.modelserving.opendatahub.io"
+	MaaSAPIServerService = "odh-serving-api-server"
+	MaaSAPIServerSecret  = "odh-serving-api-server-cert"
+
 	// LeaderElectionID is the Lease the replicas compete for.
 	LeaderElectionID = "odh-serving-controller.opendatahub.io"
 	// FieldManager writes children, CRDs and status.
