@@ -79,9 +79,4 @@ func ModelAccess(svc *v1alpha2.LLMInferenceService, tiers *tier.Config) ([]Objec
 }
 
 // String says which tiers a service is bound to, for a condition message.
-func (a Access) String() string {
-	if len(a.Tiers) == 0 {
-		return "published to MaaS; the tier list is empty, so no tier may call it"
-	}
-	return fmt.Sprintf("tiers %v may call it", a.Tiers)
-}
+func (a Access) String() string { return fmt.Sprintf("tiers %v may call it", a.Tiers) }

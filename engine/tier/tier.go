@@ -50,8 +50,8 @@ type Config struct {
 }
 
 // Parse reads the tier list, the YAML under the ConfigMap's key tiers, and
-// checks it: every tier has a unique name that makes a valid namespace name
-// after prefix, and no field is misspelt. Errors name the tier by index
+// checks it: there is a tier, every tier has a unique name that makes a
+// valid namespace name after prefix, and no field is misspelt. Errors name the tier by index
 // and name.
 func Parse(data, prefix string) (*Config, error) {
 	if prefix == "" {
@@ -60,6 +60,9 @@ func Parse(data, prefix string) (*Config, error) {
 	var tiers []Tier
 	if err := yaml.UnmarshalStrict([]byte(data), &tiers); err != nil {
 		return nil, fmt.Errorf("key %s: not a YAML list of {name, displayName, description, level, groups}: %w", ConfigMapKey, err)
+	}
+	if len(tiers) == 0 {
+		return nil, fmt.Errorf("key %s: no tiers", ConfigMapKey)
 	}
 	var errs []error
 	seen := map[string]int{}
@@ -186,9 +189,6 @@ func (c *Config) Published(annotations map[string]string) ([]Tier, bool, error) 
 }
 
 func quoteAll(names []string) string {
-	if len(names) == 0 {
-		return "(none)"
-	}
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = fmt.Sprintf("%q", n)

@@ -41,6 +41,8 @@ func mustParse(t *testing.T, data string) *tier.Config {
 func TestParseBad(t *testing.T) {
 	tests := map[string]struct{ data, prefix, want string }{
 		"not a list":      {data: "name: free", want: "key tiers: not a YAML list"},
+		"no tiers":        {data: "[]", want: "key tiers: no tiers"},
+		"nothing":         {data: "", want: "key tiers: no tiers"},
 		"misspelt field":  {data: "- name: free\n  group: [a]", want: `unknown field "group"`},
 		"level not a int": {data: "- name: free\n  level: high", want: "key tiers: not a YAML list"},
 		"no name":         {data: "- level: 1", want: "tiers[0]: name is required"},
@@ -144,13 +146,5 @@ func TestPublished(t *testing.T) {
 				t.Errorf("tiers (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-func TestPublishedWithNoTiers(t *testing.T) {
-	c := mustParse(t, "[]")
-	tiers, published, err := c.Published(map[string]string{tier.AnnotationTiers: `["free"]`})
-	if err == nil || !strings.Contains(err.Error(), `unknown tier "free"; the tiers are (none)`) || !published || tiers != nil {
-		t.Fatalf("Published = %v, %v, %v", tiers, published, err)
 	}
 }
