@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/tier"
+	"github.com/opendatahub-io/odh-serving/internal/apiserver"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -200,4 +202,33 @@ func TestInstallMaaS(t *testing.T) {
 	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 	mustNotExist(t, gvkAPIService, "", "v1alpha1.modelserving.opendatahub.io")
 	mustNotExist(t, gvkCRB, "", "odh-serving-api-server-auth-delegator")
+}
+
+// TestAPIServerFlags parses the API server Deployment's args, as the
+// chart renders them in each cert mode, with odh-serving api-server's own
+// flags: every flag exists and every value is valid.
+func TestAPIServerFlags(t *testing.T) {
+	for _, mode := range []string{"self-signed", "cert-manager", "service-ca"} {
+		t.Run(mode, func(t *testing.T) {
+			_, objs := render(t, templateArgs(chartDir, ciValues(t, chartDir)["maas"], "--set", "certMode="+mode)...)
+			deploy := one(t, objs, "Deployment", "odh-serving-api-server")
+			containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			if len(args) == 0 || args[0] != "api-server" {
+				t.Fatalf("args %v, want api-server first", args)
+			}
+			o := apiserver.NewOptions()
+			fs := pflag.NewFlagSet("api-server", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(args[1:]); err != nil {
+				t.Fatalf("args %v: %v", args, err)
+			}
+			if err := o.Validate(); err != nil {
+				t.Errorf("args %v: %v", args, err)
+			}
+			if o.TierConfigNamespace != "opendatahub" || o.SecureServing.ServerCert.CertKey.CertFile == "" {
+				t.Errorf("args %v: tier ConfigMap namespace %q, certificate %q", args, o.TierConfigNamespace, o.SecureServing.ServerCert.CertKey.CertFile)
+			}
+		})
+	}
 }
