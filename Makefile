@@ -181,6 +181,10 @@ bench: ## Run the Go benchmarks (record results in docs/benchmarks.md).
 bench-controller: test-assets ## Converge 100, 500 and 1,000 prefill/decode services with the controller (its own process) against the local API server (record in docs/benchmarks.md).
 	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/controller/ -run '^$$' -bench '^BenchmarkConverge$$' -benchtime 1x -timeout 40m
 
+.PHONY: bench-apiserver
+bench-apiserver: test-assets ## List models (kubectl get models -A) through the local API server with 1,000 published services and 20 tiers: p50, p90 and the api-server's own API requests per list (record in docs/benchmarks.md).
+	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/apiserver/ -run '^$$' -bench '^BenchmarkListModels$$' -benchtime 2000x -count 5
+
 .PHONY: update-golden
 update-golden: test-assets image package ## Rewrite the golden files under testdata/ from the current output; review the diff.
 	$(TEST_ENV) go test ./... -update

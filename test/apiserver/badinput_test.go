@@ -106,12 +106,12 @@ func TestBadTierConfig(t *testing.T) {
 }
 
 // setTiers writes data to the tier ConfigMap, or deletes it when nil.
-func setTiers(t *testing.T, data map[string]string) {
-	t.Helper()
+func setTiers(tb testing.TB, data map[string]string) {
+	tb.Helper()
 	cm := &corev1.ConfigMap{}
 	cm.Name, cm.Namespace = apiserver.DefaultTierConfigName, systemNS
 	// In Cleanup the test's context is done already.
-	ctx := context.WithoutCancel(t.Context())
+	ctx := context.WithoutCancel(tb.Context())
 	err := cp.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
 	switch {
 	case data == nil && err == nil:
@@ -126,6 +126,6 @@ func setTiers(t *testing.T, data map[string]string) {
 		err = cp.Client.Update(ctx, cm)
 	}
 	if err != nil {
-		t.Fatalf("set the tier ConfigMap: %v", err)
+		tb.Fatalf("set the tier ConfigMap: %v", err)
 	}
 }

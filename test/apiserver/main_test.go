@@ -394,6 +394,7 @@ const (
 	enterpriseUser = "erin"
 	gatewayUser    = "gateway"
 	noRights       = "mallory"
+	benchUser      = "bench-user"
 )
 
 // callerRBAC gives the MaaS users get and list on models and create on
@@ -405,6 +406,7 @@ func callerRBAC() []client.Object {
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: premiumUser},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: freeUser},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: enterpriseUser},
+		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: benchUser},
 		{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + tierPrefix + "premium"},
 	}
 	return []client.Object{

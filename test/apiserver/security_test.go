@@ -19,8 +19,8 @@ import (
 // direct sends GET path straight to the api-server's port (not through the
 // kube-apiserver) with headers, presenting cert when not nil, and returns
 // the status code and body.
-func direct(t *testing.T, path string, cert *tls.Certificate, headers map[string]string) (int, []byte) {
-	t.Helper()
+func direct(tb testing.TB, path string, cert *tls.Certificate, headers map[string]string) (int, []byte) {
+	tb.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(server.servingCA)
 	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
@@ -28,21 +28,21 @@ func direct(t *testing.T, path string, cert *tls.Certificate, headers map[string
 		tlsConfig.Certificates = []tls.Certificate{*cert}
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+server.address+path, http.NoBody)
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, "https://"+server.address+path, http.NoBody)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return resp.StatusCode, body
 }
