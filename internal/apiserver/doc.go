@@ -88,7 +88,7 @@
 // --requestheader-*; --authentication-kubeconfig, --authorization-kubeconfig;
 // the cache TTLs):
 //
-//	--kubeconfig              the cluster; default in-cluster
+//	--kubeconfig              the cluster; default in-cluster, else a single-file $KUBECONFIG
 //	--tier-config-namespace   default: the pod's namespace
 //	--tier-config-name        default tier-to-group-mapping
 //	--tier-namespace-prefix   default maas-default-gateway-tier-

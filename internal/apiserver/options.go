@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -101,6 +102,12 @@ func (o *Options) Complete() error {
 			return fmt.Errorf("--tier-config-namespace is not set and the pod's namespace is unknown (%w)", err)
 		}
 		o.TierConfigNamespace = strings.TrimSpace(string(ns))
+	}
+	// Out of a cluster, a single-file $KUBECONFIG is --kubeconfig, so that
+	// delegated authentication and authorization find the cluster too.
+	if kc := os.Getenv("KUBECONFIG"); o.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" &&
+		kc != "" && !strings.Contains(kc, string(filepath.ListSeparator)) {
+		o.Kubeconfig = kc
 	}
 	if o.Authentication.RemoteKubeConfigFile == "" {
 		o.Authentication.RemoteKubeConfigFile = o.Kubeconfig

@@ -97,7 +97,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	flags, proxy, err := frontProxy(dir)
+	host := hostIP()
+	flags, proxy, err := frontProxy(dir, host)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -109,7 +110,7 @@ func run(m *testing.M) int {
 	}
 	cp = started
 	code := 1
-	if server, err = startServer(dir, proxy); err != nil {
+	if server, err = startServer(dir, host, proxy); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
 		code = m.Run()
@@ -129,8 +130,10 @@ func run(m *testing.M) int {
 }
 
 // frontProxy makes the front proxy's CA and client certificate in dir and
-// returns the kube-apiserver flags that make it a front proxy.
-func frontProxy(dir string) (map[string]string, *certs.KeyPair, error) {
+// returns the kube-apiserver flags that make it a front proxy, routing to
+// the api-server's endpoints when the machine has an address for them
+// (host; see register).
+func frontProxy(dir, host string) (map[string]string, *certs.KeyPair, error) {
 	ca, err := certs.NewCA("front-proxy-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, nil, err
@@ -145,7 +148,7 @@ func frontProxy(dir string) (map[string]string, *certs.KeyPair, error) {
 			return nil, nil, fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	return map[string]string{
+	flags := map[string]string{
 		"requestheader-client-ca-file":       filepath.Join(dir, "front-proxy-ca.crt"),
 		"requestheader-allowed-names":        frontProxyName,
 		"requestheader-username-headers":     "X-Remote-User",
@@ -153,21 +156,24 @@ func frontProxy(dir string) (map[string]string, *certs.KeyPair, error) {
 		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
 		"proxy-client-cert-file":             filepath.Join(dir, "front-proxy-client.crt"),
 		"proxy-client-key-file":              filepath.Join(dir, "front-proxy-client.key"),
-		"enable-aggregator-routing":          "true",
-	}, client, nil
+	}
+	if host != "" {
+		flags["enable-aggregator-routing"] = "true"
+	}
+	return flags, client, nil
 }
 
 // startServer sets up what the chart would (namespaces, tier ConfigMap,
 // the server's RBAC, Service, EndpointSlice, APIService), builds and
 // starts the server and waits until the APIService is Available.
-func startServer(dir string, proxy *certs.KeyPair) (*serverProcess, error) {
+func startServer(dir, host string, proxy *certs.KeyPair) (*serverProcess, error) {
 	ctx := context.Background()
 	c := cp.Client
-	host, err := hostIP()
-	if err != nil {
-		return nil, err
+	listen := host
+	if listen == "" {
+		listen = "127.0.0.1"
 	}
-	port, err := freePort(host)
+	port, err := freePort(listen)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +181,7 @@ func startServer(dir string, proxy *certs.KeyPair) (*serverProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving, err := certs.Issue(ca, []string{serviceName + "." + systemNS + ".svc", host}, time.Now(), 24*time.Hour)
+	serving, err := certs.Issue(ca, []string{serviceName + "." + systemNS + ".svc", listen}, time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -211,12 +217,12 @@ func startServer(dir string, proxy *certs.KeyPair) (*serverProcess, error) {
 		return nil, err
 	}
 	s := &serverProcess{
-		logs: &testenv.Buffer{}, done: make(chan error, 1), address: net.JoinHostPort(host, strconv.Itoa(port)),
+		logs: &testenv.Buffer{}, done: make(chan error, 1), address: net.JoinHostPort(listen, strconv.Itoa(port)),
 		servingCA: ca.CertPEM, frontProxyCert: proxy.CertPEM, frontProxyKey: proxy.KeyPEM,
 	}
 	s.cmd = exec.Command(bin, "api-server",
 		"--kubeconfig", kubeconfig,
-		"--bind-address", host, "--secure-port", strconv.Itoa(port),
+		"--bind-address", listen, "--secure-port", strconv.Itoa(port),
 		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-private-key-file", filepath.Join(dir, "tls.key"),
 		"--tier-config-namespace", systemNS,
 		"--token-max-expiration", maxExpiration.String(),
@@ -235,11 +241,18 @@ func startServer(dir string, proxy *certs.KeyPair) (*serverProcess, error) {
 // register makes the Service, its EndpointSlice and the APIService, and
 // waits until the APIService is Available. With aggregator routing the
 // kube-apiserver sends to the EndpointSlice's address, which may not be a
-// loopback one: the server listens on the machine's own address (hostIP).
+// loopback one: the server listens on the machine's own address (host).
+// On a machine without one, the Service is of type ExternalName localhost
+// and the kube-apiserver, without aggregator routing, sends there.
 func register(ctx context.Context, c client.Client, host string, port int, caBundle []byte) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: serviceName, Namespace: systemNS},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(port))}}},
+	}
+	servicePort := int64(443)
+	if host == "" {
+		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, "localhost"
+		servicePort = int64(port)
 	}
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: serviceName, Namespace: systemNS, Labels: map[string]string{discoveryv1.LabelServiceName: serviceName}},
@@ -253,12 +266,16 @@ func register(ctx context.Context, c client.Client, host string, port int, caBun
 		"metadata":   map[string]any{"name": modelv1alpha1.GroupVersion.Version + "." + modelv1alpha1.GroupName},
 		"spec": map[string]any{
 			"group": modelv1alpha1.GroupName, "version": modelv1alpha1.GroupVersion.Version,
-			"service":              map[string]any{"namespace": systemNS, "name": serviceName, "port": int64(443)},
+			"service":              map[string]any{"namespace": systemNS, "name": serviceName, "port": servicePort},
 			"caBundle":             caBundle,
 			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
 		},
 	}}
-	for _, o := range []client.Object{svc, slice, apiService} {
+	objs := []client.Object{svc, slice, apiService}
+	if host == "" {
+		objs = []client.Object{svc, apiService}
+	}
+	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
@@ -303,20 +320,21 @@ func (s *serverProcess) stop() error {
 }
 
 // hostIP is the machine's first IPv4 address that is neither loopback
-// nor link-local: what an EndpointSlice may point at.
-func hostIP() (string, error) {
+// nor link-local, what an EndpointSlice may point at, or "" when there is
+// none (ODH_SERVING_TEST_NO_HOST_IP=1 pretends so, to test the fallback).
+func hostIP() string {
 	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", fmt.Errorf("the machine's addresses: %w", err)
+	if err != nil || os.Getenv("ODH_SERVING_TEST_NO_HOST_IP") != "" {
+		return ""
 	}
 	for _, a := range addrs {
 		if ipnet, ok := a.(*net.IPNet); ok {
 			if ip := ipnet.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
-				return ip.String(), nil
+				return ip.String()
 			}
 		}
 	}
-	return "", fmt.Errorf("the machine has no IPv4 address besides loopback and link-local ones (%v): the kube-apiserver's aggregator routing needs one for the api-server's EndpointSlice", addrs)
+	return ""
 }
 
 func freePort(host string) (int, error) {
