@@ -93,13 +93,55 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 			want:  `<stdin>:6: render LLMInferenceService default/bad: spec.model.uri "ftp://x": unknown storage scheme "ftp"`,
 		},
 		"unknown phase": {args: []string{"render", "-f", "-", "--migration-phase", "v2"}, want: `unknown migration phase "v2"`},
-		"no service":    {stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"}, want: "<stdin>:1: ConfigMap c is neither an LLMInferenceService nor an LLMInferenceServiceConfig"},
-		"missing file":  {args: []string{"render", "-f", "does-not-exist.yaml"}, want: "read input: open does-not-exist.yaml"},
+		"no service":    {stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"}, want: "<stdin>:1: ConfigMap c is neither an LLMInferenceService, an LLMInferenceServiceConfig nor the tier ConfigMap tier-to-group-mapping"},
+		"bad tier list": {
+			stdin: maasService + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier-to-group-mapping}\ndata:\n  tiers: '- {name: premium, levl: 1}'\n",
+			args:  []string{"render", "-f", "-"},
+			want:  `<stdin>:11: ConfigMap tier-to-group-mapping: key tiers: not a YAML list of {name, displayName, description, level, groups}: error unmarshaling JSON: while decoding JSON: json: unknown field "levl"`,
+		},
+		"unknown tier": {
+			stdin: strings.Replace(maasService, "premium", "gold", 1) + "---\n" + maasTiers,
+			args:  []string{"render", "-f", "-"},
+			want:  `<stdin>:1: LLMInferenceService default/chat: annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold"; the tiers are "free", "premium"`,
+		},
+		"missing file": {args: []string{"render", "-f", "does-not-exist.yaml"}, want: "read input: open does-not-exist.yaml"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			failsQuietly(t, tc.stdin, tc.want, tc.args...)
 		})
+	}
+}
+
+// maasService is published to the premium tier; maasTiers is the tier
+// ConfigMap, free and premium.
+const (
+	maasService = "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata:\n  name: chat\n  annotations:\n" +
+		"    alpha.maas.opendatahub.io/tiers: '[\"premium\"]'\nspec:\n  model: {uri: hf://Qwen/Qwen3-0.6B}\n  baseRefs: [{name: kserve-config-llm-cpu-simulator}]\n"
+	maasTiers = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier-to-group-mapping}\ndata:\n  tiers: |\n" +
+		"    - {name: free, level: 0, groups: [system:authenticated]}\n    - {name: premium, level: 1, groups: [premium-users]}\n"
+)
+
+// render with the tier ConfigMap in its input renders a published
+// service's model-user Role and its tiers' RoleBindings, as the
+// controller's --maas does; without it, none.
+func TestRenderMaaSAccess(t *testing.T) {
+	code, out, stderr := run(t, maasService+"---\n"+maasTiers, "render", "-f", "-", "--tier-namespace-prefix", "acme-tier-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"kind: Role\nmetadata:\n  labels:\n    app.kubernetes.io/component: llminferenceservice-model-access",
+		"name: chat-model-user\n", "name: chat-model-user-premium\n", "name: system:serviceaccounts:acme-tier-premium\n", "  - post\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "chat-model-user-free") {
+		t.Error("the free tier is bound to a service published to premium only")
+	}
+	code, out, stderr = run(t, maasService, "render", "-f", "-")
+	if code != 0 || strings.Contains(out, "model-user") {
+		t.Errorf("without the tier ConfigMap: exit %d, model-user objects rendered: %v (%s)", code, strings.Contains(out, "model-user"), stderr)
 	}
 }
 

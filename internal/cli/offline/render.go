@@ -21,6 +21,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
 
@@ -31,6 +32,9 @@ type renderFlags struct {
 	namespace  string
 	output     string
 	explain    bool
+	// tierPrefix names the MaaS tiers' namespaces when the input holds
+	// the tier ConfigMap.
+	tierPrefix string
 }
 
 // NewRender is the render command.
@@ -45,8 +49,11 @@ workloads, Services, the scheduler, InferencePools and the HTTPRoute.
 
 Presets come from the ones built in, from --presets folders and from the
 input files; a preset given by you replaces a built-in one of the same name
-and namespace. Manifests go to stdout, diagnostics to stderr; on any error
-nothing is written to stdout.`,
+and namespace. When the input holds the MaaS tier ConfigMap
+(tier-to-group-mapping), services with the alpha.maas.opendatahub.io/tiers
+annotation also get their model-user Role and tier RoleBindings, as the
+controller's --maas renders them. Manifests go to stdout, diagnostics to
+stderr; on any error nothing is written to stdout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.Context(), s, f) },
 	}
@@ -56,6 +63,8 @@ nothing is written to stdout.`,
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace for services that name none")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&f.explain, "explain", false, "print to stderr which presets applied and which one set each field")
+	cmd.Flags().StringVar(&f.tierPrefix, "tier-namespace-prefix", tier.DefaultNamespacePrefix,
+		"with a tier ConfigMap in the input: a MaaS tier's namespace is this prefix and the tier's name")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -84,7 +93,14 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 		services = append(services, in.Services...)
 		userPresets = append(userPresets, in.Presets...)
 		for _, o := range in.Other {
-			errs = append(errs, fmt.Errorf("%s: %s %s is neither an LLMInferenceService nor an LLMInferenceServiceConfig", o.Where(), o.Object.GetKind(), o.Object.GetName()))
+			if o.Object.GetKind() == "ConfigMap" && o.Object.GetName() == tier.ConfigMapName {
+				if err := f.readTiers(&opts, o); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: %s %s is neither an LLMInferenceService, an LLMInferenceServiceConfig nor the tier ConfigMap %s",
+				o.Where(), o.Object.GetKind(), o.Object.GetName(), tier.ConfigMapName))
 		}
 	}
 	for _, dir := range f.presetDirs {
@@ -124,6 +140,20 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	}
 	_, err = s.Out.Write(buf.Bytes())
 	return err
+}
+
+// readTiers sets opts.Tiers from the tier ConfigMap d.
+func (f *renderFlags) readTiers(opts *engine.Options, d manifest.Document) error {
+	if opts.Tiers != nil {
+		return fmt.Errorf("%s: a second ConfigMap %s; give one tier list", d.Where(), tier.ConfigMapName)
+	}
+	data, _, _ := unstructured.NestedString(d.Object.Object, "data", tier.ConfigMapKey)
+	cfg, err := tier.Parse(data, f.tierPrefix)
+	if err != nil {
+		return fmt.Errorf("%s: ConfigMap %s: %w", d.Where(), tier.ConfigMapName, err)
+	}
+	opts.Tiers = cfg
+	return nil
 }
 
 func readInput(stdin io.Reader, file string) ([]byte, string, error) {
@@ -262,6 +292,10 @@ func renderService(ctx context.Context, in *manifest.Service, catalog *preset.Ca
 	res, err := engine.Render(ctx, svc, catalog, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.Where, err)
+	}
+	if err := res.Access.Err; err != nil {
+		// Offline there is no condition to report it on.
+		return nil, nil, fmt.Errorf("%s: LLMInferenceService %s/%s: %w", in.Where, svc.Namespace, svc.Name, err)
 	}
 	objs, err := res.Unstructured()
 	if err != nil {
