@@ -123,9 +123,11 @@ func listenerHost(rt *gatewayv1.HTTPRoute, l gatewayv1.Listener, gw *gatewayv1.G
 // routePath is the shortest path prefix among the rules that send traffic
 // to a Service (the catch-all /<namespace>/<name>), else among all rules.
 // Matches that also need a header (model-based routing) do not count: a
-// client cannot reach the service by their path alone.
+// client cannot reach the service by their path alone. A publisher path
+// (/publishers/<namespace>/models/<model>) is the model's address rather
+// than the service's, and counts only when there is no other.
 func routePath(rt *gatewayv1.HTTPRoute) string {
-	best, bestAny := "", ""
+	var best [3]string // to a Service; a publisher path to a Service; any
 	for _, rule := range rt.Spec.Rules {
 		toService := slices.ContainsFunc(rule.BackendRefs, func(b gatewayv1.HTTPBackendRef) bool {
 			return b.Kind == nil || *b.Kind == "Service"
@@ -135,21 +137,29 @@ func routePath(rt *gatewayv1.HTTPRoute) string {
 				continue
 			}
 			v := *m.Path.Value
-			if bestAny == "" || len(v) < len(bestAny) {
-				bestAny = v
+			shorter := func(i int) {
+				if best[i] == "" || len(v) < len(best[i]) {
+					best[i] = v
+				}
 			}
-			if toService && (best == "" || len(v) < len(best)) {
-				best = v
+			shorter(2)
+			switch {
+			case toService && strings.HasPrefix(v, "/publishers/"):
+				shorter(1)
+			case toService:
+				shorter(0)
 			}
 		}
 	}
-	if best == "" {
-		best = bestAny
+	for _, p := range best {
+		if p == "/" {
+			return ""
+		}
+		if p != "" {
+			return p
+		}
 	}
-	if best == "/" {
-		return ""
-	}
-	return best
+	return ""
 }
 
 // sortAddresses sorts and de-duplicates addresses.

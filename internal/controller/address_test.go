@@ -128,4 +128,13 @@ func TestRoutePathSkipsHeaderMatches(t *testing.T) {
 	if got := routePath(rt); got != "/ns/svc" {
 		t.Errorf("routePath = %q, want /ns/svc", got)
 	}
+	// A publisher path to the Service, shorter than the service's path, is the
+	// model's address, not the service's.
+	publisher := "/publishers/ns/models/m"
+	rt.Spec.Rules[1].Matches = append(rt.Spec.Rules[1].Matches, gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &publisher}})
+	svcPath := "/ns/a-service-name-longer-than-the-publisher-path"
+	rt.Spec.Rules[1].Matches[0].Path.Value = &svcPath
+	if got := routePath(rt); got != svcPath {
+		t.Errorf("routePath = %q, want %s", got, svcPath)
+	}
 }
