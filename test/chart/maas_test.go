@@ -179,6 +179,16 @@ func TestInstallMaaS(t *testing.T) {
 	if allowed(t, ns, "default", tierReview) {
 		t.Error("any ServiceAccount may create tierreviews")
 	}
+	// Any authenticated caller may ask for its models and tokens.
+	for _, a := range []access{
+		{verb: "list", group: "modelserving.opendatahub.io", resource: "models"},
+		{verb: "create", group: "modelserving.opendatahub.io", resource: "tokenrequests"},
+		{verb: "create", group: "modelserving.opendatahub.io", resource: "tokenrevocations"},
+	} {
+		if !allowed(t, "default", "someone", a) {
+			t.Errorf("an authenticated caller may not %s", a)
+		}
+	}
 
 	// The controller writes a published service's access as it would.
 	c := controllerClient(t, ns)
