@@ -134,8 +134,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	mgrOpts := ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
+		Scheme: scheme,
+		Cache:  cacheOpts,
+		// Kinds without Go types (KEDA's ScaledObjects, cert-manager's
+		// Certificates) are read from the cache too, with its indexes.
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElect,
