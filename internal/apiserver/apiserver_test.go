@@ -8,72 +8,6 @@ import (
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
-func TestResolveTier(t *testing.T) {
-	tiers, err := parseTiers("ConfigMap ns/tiers", `
-- {name: free, level: 0, groups: [system:authenticated]}
-- {name: premium, level: 10, groups: [premium-users]}
-- {name: partner, level: 10, groups: [partner-users]}
-- {name: top, level: 20, groups: [top-users]}
-`, "p-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &tierConfig{tiers: tiers}
-	for groups, want := range map[string]string{
-		"system:authenticated":                       "free",
-		"system:authenticated,premium-users":         "premium",
-		"partner-users,premium-users":                "premium", // tie: first listed
-		"partner-users,top-users":                    "top",     // highest level, listed last
-		"system:serviceaccounts:p-partner":           "partner", // the tier namespace's group
-		"system:serviceaccounts:p-partner,top-users": "top",
-		"nobody": "",
-	} {
-		got, err := c.resolve("p-", strings.Split(groups, ","))
-		if got.Name != want || (want == "") != (err != nil) {
-			t.Errorf("tier of %s: %q, %v; want %q", groups, got.Name, err, want)
-		}
-	}
-}
-
-func TestParseTiersErrors(t *testing.T) {
-	for data, want := range map[string]string{
-		"- name: [": "ConfigMap ns/t key tiers: not a list of",
-		"{}":        "not a list of",
-		"- name: a\n  groups: [x]\n  colour: red\n": `unknown field "colour"`,
-		"[]":                                 "no tiers",
-		"- level: 1":                         "tiers[0].name: must not be empty",
-		"- name: a\n- name: a":               `tiers[1].name: "a" is also tiers[0]'s name`,
-		"- name: A_b":                        `tiers[0].name: "A_b" does not make a namespace name with prefix "p-"`,
-		"- name: a\n  groups: ['']":          "tiers[0].groups[0]: must not be empty",
-		"- name: " + strings.Repeat("a", 62): "does not make a namespace name",
-	} {
-		if _, err := parseTiers("ConfigMap ns/t", data, "p-"); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("tiers %q: %v, want %q", data, err, want)
-		}
-	}
-}
-
-func TestParseTierAnnotation(t *testing.T) {
-	for value, want := range map[string]string{
-		`[]`:                 "[]",
-		`["free","premium"]`: "[free premium]",
-		`["premium"`:         "error",
-		`"premium"`:          "error",
-		`null`:               "error",
-		`["free",""]`:        "error",
-		`[1]`:                "error",
-	} {
-		tiers, err := parseTierAnnotation(value)
-		got := "error"
-		if err == nil {
-			got = strings.Join(append([]string{"["}, strings.Join(tiers, " "), "]"), "")
-		}
-		if got != want {
-			t.Errorf("annotation %s: %s (%v), want %s", value, got, err, want)
-		}
-	}
-}
-
 func TestServiceAccountName(t *testing.T) {
 	for user, want := range map[string]string{
 		"alice":                     "alice-522b276a",
@@ -111,8 +45,8 @@ func TestResourceOf(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	o := NewOptions()
-	o.TierConfigNamespace = "Bad_NS"
-	o.TierNamespacePrefix = "UPPER-"
+	o.Tiers.ConfigMapNamespace = "Bad_NS"
+	o.Tiers.NamespacePrefix = "UPPER-"
 	o.TokenAudience = ""
 	o.TokenMaxExpiration = 5 * time.Minute
 	err := o.Validate()
@@ -122,7 +56,7 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 	o = NewOptions()
-	o.TierConfigNamespace = "opendatahub"
+	o.Tiers.ConfigMapNamespace = "opendatahub"
 	if err := o.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}

@@ -53,6 +53,9 @@
 // such users tierless: their models list and token requests are 403 with
 // a message that names the ConfigMap.
 //
+// The ConfigMap and the annotation are read by engine/tier, as the
+// controller reads them for the services' model-user RBAC, so both agree.
+//
 // A missing ConfigMap, key or tier, YAML that does not parse, an unknown
 // field, an empty or duplicate tier name or one that does not make a
 // namespace name: every request that needs a tier is a 503 naming the

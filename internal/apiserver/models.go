@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // Index keys of the model cache's tier index besides tier names.
@@ -70,12 +70,12 @@ func newEntry(svc *v1alpha2.LLMInferenceService) *entry {
 		m.Status.Addresses = append(m.Status.Addresses, modelv1alpha1.ModelAddress{Name: a.Name, URL: a.URL})
 	}
 	e := &entry{Model: m}
-	value, ok := svc.Annotations[modelv1alpha1.AnnotationTiers]
+	value, ok := svc.Annotations[tier.AnnotationTiers]
 	if !ok {
 		return e
 	}
 	e.published, e.annotation = true, value
-	tiers, err := parseTierAnnotation(value)
+	tiers, err := tier.ParseAnnotation(value)
 	if err != nil {
 		e.annotationErr = err
 		return e
@@ -85,28 +85,11 @@ func newEntry(svc *v1alpha2.LLMInferenceService) *entry {
 	return e
 }
 
-// parseTierAnnotation reads the tier annotation: a JSON list of tier names.
-func parseTierAnnotation(value string) ([]string, error) {
-	tiers := []string{}
-	if err := json.Unmarshal([]byte(value), &tiers); err != nil {
-		return nil, fmt.Errorf(`not a JSON list of tier names such as ["free","premium"] ([] means every tier): %w`, err)
-	}
-	if tiers == nil { // the JSON null
-		return nil, fmt.Errorf(`not a JSON list of tier names such as ["free","premium"] ([] means every tier): null`)
-	}
-	for i, t := range tiers {
-		if t == "" {
-			return nil, fmt.Errorf("tier name %d is empty", i)
-		}
-	}
-	return tiers, nil
-}
-
 // annotationError is the API error of a service whose tier annotation
 // cannot be read.
 func (e *entry) annotationError() error {
 	return apierrors.NewInvalid(groupKind("Model"), e.Namespace+"/"+e.Name, field.ErrorList{
-		field.Invalid(field.NewPath("metadata", "annotations").Key(modelv1alpha1.AnnotationTiers), e.annotation, e.annotationErr.Error()),
+		field.Invalid(field.NewPath("metadata", "annotations").Key(tier.AnnotationTiers), e.annotation, e.annotationErr.Error()),
 	})
 }
 
@@ -118,7 +101,7 @@ func (e *entry) unknownTiers(c *tierConfig) []string {
 	}
 	var unknown []string
 	for _, t := range e.Spec.Tiers {
-		if !c.known[t] {
+		if _, ok := c.cfg.Lookup(t); !ok {
 			unknown = append(unknown, t)
 		}
 	}
@@ -186,10 +169,10 @@ func (m *modelCache) syncedCheck() healthz.HealthChecker {
 }
 
 // visible returns the entries of namespace ns (every namespace when empty)
-// that tier may use, sorted by namespace and name.
-func (m *modelCache) visible(ns, tier string) ([]*entry, error) {
+// that the tier named tierName may use, sorted by namespace and name.
+func (m *modelCache) visible(ns, tierName string) ([]*entry, error) {
 	var out []*entry
-	for _, key := range []string{tier, indexAllTiers} {
+	for _, key := range []string{tierName, indexAllTiers} {
 		objs, err := m.informer.GetIndexer().ByIndex(tierIndex, key)
 		if err != nil {
 			return nil, fmt.Errorf("model cache: %w", err)
@@ -254,13 +237,13 @@ func (*modelStorage) GetSingularName() string { return "model" }
 
 // caller is the tier of the request's user, with the configuration it
 // comes from, once the cache has synced.
-func (s *modelStorage) caller(ctx context.Context) (Tier, *tierConfig, error) {
+func (s *modelStorage) caller(ctx context.Context) (tier.Tier, *tierConfig, error) {
 	if !s.cache.informer.HasSynced() {
-		return Tier{}, nil, apierrors.NewServiceUnavailable("the cache of llminferenceservices has not synced yet")
+		return tier.Tier{}, nil, apierrors.NewServiceUnavailable("the cache of llminferenceservices has not synced yet")
 	}
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return Tier{}, nil, apierrors.NewUnauthorized("no user in the request")
+		return tier.Tier{}, nil, apierrors.NewUnauthorized("no user in the request")
 	}
 	cfg := s.tiers.config()
 	t, err := s.tiers.userTier(u, "models")
@@ -270,7 +253,7 @@ func (s *modelStorage) caller(ctx context.Context) (Tier, *tierConfig, error) {
 // Get returns one model the caller's tier may use; any other name is
 // NotFound, so that the caller learns nothing of services it may not use.
 func (s *modelStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	tier, cfg, err := s.caller(ctx)
+	t, cfg, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +265,7 @@ func (s *modelStorage) Get(ctx context.Context, name string, _ *metav1.GetOption
 		return nil, notFound
 	case e.annotationErr != nil:
 		return nil, e.annotationError()
-	case !e.allTiers && !slices.Contains(e.Spec.Tiers, tier.Name):
+	case !e.allTiers && !slices.Contains(e.Spec.Tiers, t.Name):
 		return nil, notFound
 	}
 	warnUnknownTiers(ctx, e, cfg)
@@ -292,12 +275,12 @@ func (s *modelStorage) Get(ctx context.Context, name string, _ *metav1.GetOption
 // List returns the models the caller's tier may use. Services whose tier
 // annotation names unknown tiers or cannot be read come with warnings.
 func (s *modelStorage) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	tier, cfg, err := s.caller(ctx)
+	t, cfg, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
-	entries, err := s.cache.visible(ns, tier.Name)
+	entries, err := s.cache.visible(ns, t.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +301,7 @@ func (s *modelStorage) List(ctx context.Context, opts *metainternalversion.ListO
 		list.Items = append(list.Items, *e.Model)
 	}
 	for _, e := range s.cache.unreadable(ns) {
-		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: %v", e.Namespace, e.Name, modelv1alpha1.AnnotationTiers, e.annotationErr))
+		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s is not published: %v", e.Namespace, e.Name, e.annotationErr))
 	}
 	return list, nil
 }
@@ -326,7 +309,7 @@ func (s *modelStorage) List(ctx context.Context, opts *metainternalversion.ListO
 func warnUnknownTiers(ctx context.Context, e *entry, cfg *tierConfig) {
 	if unknown := e.unknownTiers(cfg); len(unknown) > 0 {
 		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s: annotation %s names tiers that %s does not define: %s",
-			e.Namespace, e.Name, modelv1alpha1.AnnotationTiers, "the tier configuration", strings.Join(unknown, ", ")))
+			e.Namespace, e.Name, tier.AnnotationTiers, "the tier configuration", strings.Join(unknown, ", ")))
 	}
 }
 

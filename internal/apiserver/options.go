@@ -11,23 +11,21 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // Defaults of the flags, and the fixed bounds of a token's lifetime.
 const (
-	DefaultSecurePort          = 8443
-	DefaultTierConfigName      = "tier-to-group-mapping"
-	DefaultTierNamespacePrefix = "maas-default-gateway-tier-"
-	DefaultTokenAudience       = "maas-default-gateway-sa"
-	DefaultTokenMaxExpiration  = 30 * 24 * time.Hour
+	DefaultSecurePort         = 8443
+	DefaultTokenAudience      = "maas-default-gateway-sa"
+	DefaultTokenMaxExpiration = 30 * 24 * time.Hour
 	// MinTokenExpiration is the shortest token a TokenRequest may ask
 	// for; it is also the Kubernetes TokenRequest API's minimum.
 	MinTokenExpiration = 10 * time.Minute
 	// DefaultTokenExpiration is a token's lifetime when the TokenRequest
 	// names none.
 	DefaultTokenExpiration = 4 * time.Hour
-	// TierConfigKey is the key of the tier ConfigMap that holds the tiers.
-	TierConfigKey = "tiers"
 )
 
 // inClusterNamespaceFile is where a pod finds its own namespace.
@@ -46,13 +44,11 @@ type Options struct {
 	// tokens; empty means in-cluster or $KUBECONFIG. It is also the
 	// default of --authentication-kubeconfig and --authorization-kubeconfig.
 	Kubeconfig string
-	// TierConfigNamespace and TierConfigName name the ConfigMap whose key
-	// "tiers" lists the tiers in ODH's format.
-	TierConfigNamespace string
-	TierConfigName      string
-	// TierNamespacePrefix + a tier's name is the tier's namespace, where
-	// the ServiceAccounts of its users live.
-	TierNamespacePrefix string
+	// Tiers are --tier-config-namespace (default: the pod's namespace),
+	// --tier-config-name and --tier-namespace-prefix, the controller's
+	// flags too: where the tier ConfigMap is, and the tier namespaces,
+	// where the ServiceAccounts of the tiers' users live.
+	Tiers tier.Flags
 	// TokenAudience is the audience of minted tokens.
 	TokenAudience string
 	// TokenMaxExpiration is the longest lifetime a TokenRequest may ask for.
@@ -69,13 +65,12 @@ func NewOptions() *Options {
 	serving.ServerCert.CertDirectory = ""
 	serving.ServerCert.PairName = "odh-serving-api-server"
 	return &Options{
-		SecureServing:       serving.WithLoopback(),
-		Authentication:      genericoptions.NewDelegatingAuthenticationOptions(),
-		Authorization:       genericoptions.NewDelegatingAuthorizationOptions(),
-		TierConfigName:      DefaultTierConfigName,
-		TierNamespacePrefix: DefaultTierNamespacePrefix,
-		TokenAudience:       DefaultTokenAudience,
-		TokenMaxExpiration:  DefaultTokenMaxExpiration,
+		SecureServing:      serving.WithLoopback(),
+		Authentication:     genericoptions.NewDelegatingAuthenticationOptions(),
+		Authorization:      genericoptions.NewDelegatingAuthorizationOptions(),
+		Tiers:              tier.Flags{ConfigMapName: tier.ConfigMapName, NamespacePrefix: tier.DefaultNamespacePrefix},
+		TokenAudience:      DefaultTokenAudience,
+		TokenMaxExpiration: DefaultTokenMaxExpiration,
 	}
 }
 
@@ -85,9 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Authentication.AddFlags(fs)
 	o.Authorization.AddFlags(fs)
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file of the cluster; default: in-cluster, or $KUBECONFIG. Also the default of --authentication-kubeconfig and --authorization-kubeconfig")
-	fs.StringVar(&o.TierConfigNamespace, "tier-config-namespace", o.TierConfigNamespace, "namespace of the tier ConfigMap; default: the pod's own namespace")
-	fs.StringVar(&o.TierConfigName, "tier-config-name", o.TierConfigName, "name of the ConfigMap whose key \""+TierConfigKey+"\" lists the tiers (ODH's format)")
-	fs.StringVar(&o.TierNamespacePrefix, "tier-namespace-prefix", o.TierNamespacePrefix, "a tier's namespace is this prefix followed by the tier's name; minted ServiceAccounts live there")
+	o.Tiers.AddFlags(fs)
 	fs.StringVar(&o.TokenAudience, "token-audience", o.TokenAudience, "audience of the tokens tokenrequests mint; the gateway's TokenReview asks for it")
 	fs.DurationVar(&o.TokenMaxExpiration, "token-max-expiration", o.TokenMaxExpiration, "longest lifetime a tokenrequest may ask for (at least "+MinTokenExpiration.String()+")")
 }
@@ -96,13 +89,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // ConfigMap's namespace, and the kubeconfig of delegated authentication
 // and authorization.
 func (o *Options) Complete() error {
-	if o.TierConfigNamespace == "" {
+	if o.Tiers.ConfigMapNamespace == "" {
 		ns, err := os.ReadFile(inClusterNamespaceFile)
 		if err != nil {
 			return fmt.Errorf("--tier-config-namespace is not set and the pod's namespace is unknown (%w)", err)
 		}
-		o.TierConfigNamespace = strings.TrimSpace(string(ns))
+		o.Tiers.ConfigMapNamespace = strings.TrimSpace(string(ns))
 	}
+	o.Tiers = o.Tiers.Defaults(o.Tiers.ConfigMapNamespace)
 	// Out of a cluster, a single-file $KUBECONFIG is --kubeconfig, so that
 	// delegated authentication and authorization find the cluster too.
 	if kc := os.Getenv("KUBECONFIG"); o.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" &&
@@ -124,17 +118,15 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.SecureServing.Validate()...)
 	errs = append(errs, o.Authentication.Validate()...)
 	errs = append(errs, o.Authorization.Validate()...)
-	for _, msg := range validation.IsDNS1123Label(o.TierConfigNamespace) {
-		errs = append(errs, fmt.Errorf("--tier-config-namespace %q: %s", o.TierConfigNamespace, msg))
+	for _, msg := range validation.IsDNS1123Label(o.Tiers.ConfigMapNamespace) {
+		errs = append(errs, fmt.Errorf("--tier-config-namespace %q: %s", o.Tiers.ConfigMapNamespace, msg))
 	}
-	for _, msg := range validation.IsDNS1123Subdomain(o.TierConfigName) {
-		errs = append(errs, fmt.Errorf("--tier-config-name %q: %s", o.TierConfigName, msg))
+	for _, msg := range validation.IsDNS1123Subdomain(o.Tiers.ConfigMapName) {
+		errs = append(errs, fmt.Errorf("--tier-config-name %q: %s", o.Tiers.ConfigMapName, msg))
 	}
-	if o.TierNamespacePrefix != "" {
-		// A prefix followed by a one-letter tier name must be a namespace.
-		for _, msg := range validation.IsDNS1123Label(o.TierNamespacePrefix + "a") {
-			errs = append(errs, fmt.Errorf("--tier-namespace-prefix %q: %s", o.TierNamespacePrefix, msg))
-		}
+	// A prefix followed by a one-letter tier name must be a namespace.
+	for _, msg := range validation.IsDNS1123Label(o.Tiers.NamespacePrefix + "a") {
+		errs = append(errs, fmt.Errorf("--tier-namespace-prefix %q: %s", o.Tiers.NamespacePrefix, msg))
 	}
 	if o.TokenAudience == "" {
 		errs = append(errs, errors.New("--token-audience must not be empty"))

@@ -51,14 +51,14 @@ func (s *tierReviewStorage) Create(ctx context.Context, obj runtime.Object, vali
 			return nil, err
 		}
 	}
-	tier, err := s.tiers.config().resolve(s.tiers.prefix, review.Spec.Groups)
+	t, err := s.tiers.config().resolve(review.Spec.Groups)
 	switch {
 	case errors.Is(err, errNoTier):
 		review.Status = modelv1alpha1.TierReviewStatus{Error: fmt.Sprintf("%s: none of the groups %v is listed in %s", err, review.Spec.Groups, s.tiers.what)}
 	case err != nil:
 		return nil, apierrors.NewServiceUnavailable("the MaaS tier configuration is unusable: " + err.Error())
 	default:
-		review.Status = modelv1alpha1.TierReviewStatus{Tier: tier.Name, DisplayName: tier.DisplayName, Level: tier.Level}
+		review.Status = modelv1alpha1.TierReviewStatus{Tier: t.Name, DisplayName: t.DisplayName, Level: int64(t.Level)}
 	}
 	return review, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -14,95 +13,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
-// Tier is one entry of the tier ConfigMap, in ODH's format.
-type Tier struct {
-	Name        string   `json:"name"`
-	DisplayName string   `json:"displayName,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Level       int64    `json:"level,omitempty"`
-	Groups      []string `json:"groups,omitempty"`
-}
-
-// tierConfig is a parsed tier ConfigMap, or why it could not be used.
+// tierConfig is the parsed tier ConfigMap, or why it cannot be used.
 type tierConfig struct {
-	tiers []Tier
-	known map[string]bool
-	err   error
+	cfg *tier.Config
+	err error
 }
 
 // errNoTier is resolve's answer for groups that no tier lists.
 var errNoTier = errors.New("no tier lists any of the groups")
 
-// resolve returns the tier with the highest level among those that list
-// one of groups; on a tie, the first listed. A tier also lists the group
-// of its namespace's ServiceAccounts, so a minted token's identity
-// resolves to the tier it was minted for.
-func (c *tierConfig) resolve(prefix string, groups []string) (Tier, error) {
+// resolve returns the tier of a caller in groups (tier.Config.Resolve:
+// the highest level, the first listed on a tie, a tier namespace's
+// ServiceAccount group counting), errNoTier, or why the configuration
+// cannot be used.
+func (c *tierConfig) resolve(groups []string) (tier.Tier, error) {
 	if c.err != nil {
-		return Tier{}, c.err
+		return tier.Tier{}, c.err
 	}
-	best := -1
-	for i, t := range c.tiers {
-		if best >= 0 && t.Level <= c.tiers[best].Level {
-			continue
-		}
-		if slices.ContainsFunc(groups, func(g string) bool {
-			return slices.Contains(t.Groups, g) || g == serviceaccount.MakeNamespaceGroupName(prefix+t.Name)
-		}) {
-			best = i
-		}
+	t, ok := c.cfg.Resolve(groups)
+	if !ok {
+		return tier.Tier{}, errNoTier
 	}
-	if best < 0 {
-		return Tier{}, errNoTier
-	}
-	return c.tiers[best], nil
-}
-
-// parseTiers reads the tiers of a ConfigMap's "tiers" key. what names the
-// ConfigMap in errors.
-func parseTiers(what, data, prefix string) ([]Tier, error) {
-	var tiers []Tier
-	if err := yaml.UnmarshalStrict([]byte(data), &tiers); err != nil {
-		return nil, fmt.Errorf("%s key %s: not a list of {name, displayName, description, level, groups}: %w", what, TierConfigKey, err)
-	}
-	if len(tiers) == 0 {
-		return nil, fmt.Errorf("%s key %s: no tiers", what, TierConfigKey)
-	}
-	seen := map[string]int{}
-	var errs []error
-	for i, t := range tiers {
-		field := fmt.Sprintf("%s key %s: tiers[%d]", what, TierConfigKey, i)
-		if t.Name == "" {
-			errs = append(errs, fmt.Errorf("%s.name: must not be empty", field))
-			continue
-		}
-		if j, dup := seen[t.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s.name: %q is also tiers[%d]'s name", field, t.Name, j))
-		}
-		seen[t.Name] = i
-		for _, msg := range validation.IsDNS1123Label(prefix + t.Name) {
-			errs = append(errs, fmt.Errorf("%s.name: %q does not make a namespace name with prefix %q: %s", field, t.Name, prefix, msg))
-		}
-		for k, g := range t.Groups {
-			if strings.TrimSpace(g) == "" {
-				errs = append(errs, fmt.Errorf("%s.groups[%d]: must not be empty", field, k))
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return tiers, nil
+	return t, nil
 }
 
 // tierSource keeps the tier ConfigMap parsed, from an informer that
@@ -116,7 +58,7 @@ type tierSource struct {
 }
 
 func newTierSource(kube kubernetes.Interface, o *Options) *tierSource {
-	ns, name := o.TierConfigNamespace, o.TierConfigName
+	ns, name := o.Tiers.ConfigMapNamespace, o.Tiers.ConfigMapName
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -129,7 +71,7 @@ func newTierSource(kube kubernetes.Interface, o *Options) *tierSource {
 		},
 	}
 	s := &tierSource{
-		prefix:   o.TierNamespacePrefix,
+		prefix:   o.Tiers.NamespacePrefix,
 		what:     fmt.Sprintf("ConfigMap %s/%s", ns, name),
 		key:      ns + "/" + name,
 		informer: cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{}),
@@ -167,36 +109,33 @@ func (s *tierSource) load() *tierConfig {
 	if !ok {
 		return &tierConfig{err: fmt.Errorf("%s: unexpected %T in the cache", s.what, obj)}
 	}
-	data, ok := cm.Data[TierConfigKey]
+	data, ok := cm.Data[tier.ConfigMapKey]
 	if !ok {
-		return &tierConfig{err: fmt.Errorf("%s has no key %s", s.what, TierConfigKey)}
+		return &tierConfig{err: fmt.Errorf("%s has no key %s", s.what, tier.ConfigMapKey)}
 	}
-	tiers, err := parseTiers(s.what, data, s.prefix)
+	cfg, err := tier.Parse(data, s.prefix)
 	if err != nil {
-		return &tierConfig{err: err}
+		// tier's errors start with the key: "ConfigMap ns/name key tiers: ...".
+		return &tierConfig{err: fmt.Errorf("%s %w", s.what, err)}
 	}
-	known := make(map[string]bool, len(tiers))
-	for _, t := range tiers {
-		known[t.Name] = true
-	}
-	return &tierConfig{tiers: tiers, known: known}
+	return &tierConfig{cfg: cfg}
 }
 
 func (s *tierSource) config() *tierConfig { return s.current.Load() }
 
-// namespace is the namespace of tier.
-func (s *tierSource) namespace(tier string) string { return s.prefix + tier }
+// namespace is the namespace of the tier named name.
+func (s *tierSource) namespace(name string) string { return s.prefix + name }
 
 // userTier resolves the tier of the caller u, as an API error: 503 while
 // the tier configuration is unusable, 403 when no tier lists the caller.
-func (s *tierSource) userTier(u user.Info, resource string) (Tier, error) {
-	t, err := s.config().resolve(s.prefix, u.GetGroups())
+func (s *tierSource) userTier(u user.Info, resource string) (tier.Tier, error) {
+	t, err := s.config().resolve(u.GetGroups())
 	switch {
 	case errors.Is(err, errNoTier):
-		return Tier{}, apierrors.NewForbidden(groupResource(resource), "",
+		return tier.Tier{}, apierrors.NewForbidden(groupResource(resource), "",
 			fmt.Errorf("user %q is in no MaaS tier: none of its groups %v is listed in %s", u.GetName(), u.GetGroups(), s.what))
 	case err != nil:
-		return Tier{}, apierrors.NewServiceUnavailable("the MaaS tier configuration is unusable: " + err.Error())
+		return tier.Tier{}, apierrors.NewServiceUnavailable("the MaaS tier configuration is unusable: " + err.Error())
 	}
 	return t, nil
 }
@@ -208,15 +147,8 @@ func (s *tierSource) isMinted(u user.Info) bool {
 	if err != nil {
 		return false
 	}
-	if s.prefix != "" && strings.HasPrefix(ns, s.prefix) {
-		return true
-	}
-	for _, t := range s.config().tiers {
-		if ns == s.namespace(t.Name) {
-			return true
-		}
-	}
-	return false
+	// Every tier namespace, of this configuration or an earlier one.
+	return strings.HasPrefix(ns, s.prefix)
 }
 
 func (s *tierSource) syncedCheck() healthz.HealthChecker {

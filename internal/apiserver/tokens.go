@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // Labels and annotations of the ServiceAccounts the server makes.
@@ -64,21 +65,21 @@ func newMinter(kube kubernetes.Interface, tiers *tierSource, o *Options) *minter
 // caller resolves the request's user to its tier and ServiceAccount. A
 // minted ServiceAccount is refused: a MaaS token must not mint or revoke
 // tokens (upstream's unmerged PR #343).
-func (m *minter) caller(ctx context.Context, resource string) (user.Info, Tier, modelv1alpha1.ServiceAccountReference, error) {
+func (m *minter) caller(ctx context.Context, resource string) (user.Info, tier.Tier, modelv1alpha1.ServiceAccountReference, error) {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewUnauthorized("no user in the request")
+		return nil, tier.Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewUnauthorized("no user in the request")
 	}
 	if m.tiers.isMinted(u) {
-		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewForbidden(groupResource(resource), "",
+		return nil, tier.Tier{}, modelv1alpha1.ServiceAccountReference{}, apierrors.NewForbidden(groupResource(resource), "",
 			fmt.Errorf("%s is a ServiceAccount of a MaaS tier namespace: a MaaS token cannot request or revoke tokens; authenticate as yourself", u.GetName()))
 	}
-	tier, err := m.tiers.userTier(u, resource)
+	t, err := m.tiers.userTier(u, resource)
 	if err != nil {
-		return nil, Tier{}, modelv1alpha1.ServiceAccountReference{}, err
+		return nil, tier.Tier{}, modelv1alpha1.ServiceAccountReference{}, err
 	}
-	ref := modelv1alpha1.ServiceAccountReference{Namespace: m.tiers.namespace(tier.Name), Name: ServiceAccountName(u.GetName())}
-	return u, tier, ref, nil
+	ref := modelv1alpha1.ServiceAccountReference{Namespace: m.tiers.namespace(t.Name), Name: ServiceAccountName(u.GetName())}
+	return u, t, ref, nil
 }
 
 // ensureServiceAccount creates the caller's ServiceAccount unless it exists.
@@ -159,7 +160,7 @@ func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, va
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRequest: %T", obj))
 	}
 	m := s.minter
-	u, tier, ref, err := m.caller(ctx, "tokenrequests")
+	u, t, ref, err := m.caller(ctx, "tokenrequests")
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, va
 	}
 	req.Spec.ExpirationSeconds = &seconds
 	req.Status = modelv1alpha1.TokenRequestStatus{
-		Token: tr.Status.Token, ExpirationTimestamp: tr.Status.ExpirationTimestamp, Tier: tier.Name, ServiceAccount: ref,
+		Token: tr.Status.Token, ExpirationTimestamp: tr.Status.ExpirationTimestamp, Tier: t.Name, ServiceAccount: ref,
 	}
 	return req, nil
 }
@@ -206,7 +207,7 @@ func (s *tokenRevocationStorage) Create(ctx context.Context, obj runtime.Object,
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRevocation: %T", obj))
 	}
 	m := s.minter
-	u, tier, ref, err := m.caller(ctx, "tokenrevocations")
+	u, t, ref, err := m.caller(ctx, "tokenrevocations")
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +221,6 @@ func (s *tokenRevocationStorage) Create(ctx context.Context, obj runtime.Object,
 	if err := m.ensureServiceAccount(ctx, u, ref); err != nil {
 		return nil, err
 	}
-	rev.Status = modelv1alpha1.TokenRevocationStatus{Tier: tier.Name, ServiceAccount: ref}
+	rev.Status = modelv1alpha1.TokenRevocationStatus{Tier: t.Name, ServiceAccount: ref}
 	return rev, nil
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
-	"github.com/opendatahub-io/odh-serving/internal/apiserver"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -33,9 +33,9 @@ func TestBadAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	warned := alice.warnings.take()
-	want := []string{fmt.Sprintf("LLMInferenceService %s/ghost: annotation %s names tiers that the tier configuration does not define: platinum", ns, modelv1alpha1.AnnotationTiers)}
+	want := []string{fmt.Sprintf("LLMInferenceService %s/ghost: annotation %s names tiers that the tier configuration does not define: platinum", ns, tier.AnnotationTiers)}
 	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
-		want = append(want, fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: ", ns, name, modelv1alpha1.AnnotationTiers))
+		want = append(want, fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: ", ns, name, tier.AnnotationTiers))
 	}
 	for _, w := range want {
 		if !strings.Contains(warned, w) {
@@ -44,7 +44,7 @@ func TestBadAnnotations(t *testing.T) {
 	}
 	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
 		err := alice.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &modelv1alpha1.Model{})
-		if !apierrors.IsInvalid(err) || !containsAll(err.Error(), ns+"/"+name, "metadata.annotations["+modelv1alpha1.AnnotationTiers+"]") {
+		if !apierrors.IsInvalid(err) || !containsAll(err.Error(), ns+"/"+name, "metadata.annotations["+tier.AnnotationTiers+"]") {
 			t.Errorf("get model %s with a bad annotation: %v, want 422 naming the service and the annotation", name, err)
 		}
 	}
@@ -54,11 +54,11 @@ func TestBadAnnotations(t *testing.T) {
 // requests that need a tier fail with a 503 naming the ConfigMap and what
 // is wrong; the server keeps running and recovers with the ConfigMap.
 func TestBadTierConfig(t *testing.T) {
-	key := client.ObjectKey{Namespace: systemNS, Name: apiserver.DefaultTierConfigName}
+	key := client.ObjectKey{Namespace: systemNS, Name: tier.ConfigMapName}
 	gateway := newUser(t, gatewayUser)
 	alice := newUser(t, premiumUser, "premium-users")
 	t.Cleanup(func() {
-		setTiers(t, map[string]string{apiserver.TierConfigKey: tiersYAML})
+		setTiers(t, map[string]string{tier.ConfigMapKey: tiersYAML})
 		testenv.Eventually(t, "the tier configuration is back", func() error {
 			r, err := gateway.review(t, "premium-users")
 			if err == nil && r.Status.Tier != "premium" {
@@ -72,11 +72,11 @@ func TestBadTierConfig(t *testing.T) {
 		data map[string]string // nil deletes the ConfigMap
 		want string
 	}{
-		"not YAML":        {map[string]string{"tiers": "- name: [free"}, what + " key tiers: not a list of {name, displayName, description, level, groups}"},
+		"not YAML":        {map[string]string{"tiers": "- name: [free"}, what + " key tiers: not a YAML list of {name, displayName, description, level, groups}"},
 		"unknown field":   {map[string]string{"tiers": "- name: free\n  group: [system:authenticated]\n"}, `unknown field "group"`},
-		"duplicate name":  {map[string]string{"tiers": "- name: free\n- name: free\n"}, what + ` key tiers: tiers[1].name: "free" is also tiers[0]'s name`},
-		"not a namespace": {map[string]string{"tiers": "- name: Free_Tier\n"}, what + ` key tiers: tiers[0].name: "Free_Tier" does not make a namespace name`},
-		"no name":         {map[string]string{"tiers": "- level: 3\n"}, what + " key tiers: tiers[0].name: must not be empty"},
+		"duplicate name":  {map[string]string{"tiers": "- name: free\n- name: free\n"}, what + ` key tiers: tiers[1] ("free"): the name is also tiers[0]'s`},
+		"not a namespace": {map[string]string{"tiers": "- name: Free_Tier\n"}, what + ` key tiers: tiers[0] ("Free_Tier"): the tier's namespace "maas-default-gateway-tier-Free_Tier" is not a valid name`},
+		"no name":         {map[string]string{"tiers": "- level: 3\n"}, what + " key tiers: tiers[0]: name is required"},
 		"no tiers":        {map[string]string{"tiers": "[]"}, what + " key tiers: no tiers"},
 		"no key":          {map[string]string{"tier": tiersYAML}, what + " has no key tiers"},
 		"no ConfigMap":    {nil, what + " does not exist"},
@@ -109,7 +109,7 @@ func TestBadTierConfig(t *testing.T) {
 func setTiers(tb testing.TB, data map[string]string) {
 	tb.Helper()
 	cm := &corev1.ConfigMap{}
-	cm.Name, cm.Namespace = apiserver.DefaultTierConfigName, systemNS
+	cm.Name, cm.Namespace = tier.ConfigMapName, systemNS
 	// In Cleanup the test's context is done already.
 	ctx := context.WithoutCancel(tb.Context())
 	err := cp.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)

@@ -19,7 +19,7 @@ import (
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/internal/apiserver"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -41,8 +41,8 @@ func BenchmarkListModels(b *testing.B) {
 	for i := range benchTiers {
 		fmt.Fprintf(&tiers, "- name: tier-%02d\n  level: %d\n  groups: [tier-%02d-users]\n", i, i, i)
 	}
-	setTiers(b, map[string]string{apiserver.TierConfigKey: tiers.String()})
-	b.Cleanup(func() { setTiers(b, map[string]string{apiserver.TierConfigKey: tiersYAML}) })
+	setTiers(b, map[string]string{tier.ConfigMapKey: tiers.String()})
+	b.Cleanup(func() { setTiers(b, map[string]string{tier.ConfigMapKey: tiersYAML}) })
 
 	benchOnce.Do(func() {
 		benchNS = make([]string, benchNamespaces)
@@ -130,7 +130,7 @@ func createServices(b *testing.B, namespaces []string) {
 					tiers = tiersJSON()
 				}
 				svc := &v1alpha2.LLMInferenceService{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("model-%04d", i), Namespace: ns, Annotations: map[string]string{modelv1alpha1.AnnotationTiers: tiers}},
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("model-%04d", i), Namespace: ns, Annotations: map[string]string{tier.AnnotationTiers: tiers}},
 					Spec:       v1alpha2.LLMInferenceServiceSpec{Model: v1alpha2.LLMModelSpec{URI: "hf://Qwen/Qwen2.5-0.5B-Instruct", Name: ptr.To(fmt.Sprintf("qwen-%04d", i))}},
 				}
 				err := cp.Client.Create(ctx, svc)

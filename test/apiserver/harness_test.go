@@ -14,6 +14,7 @@ import (
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -57,7 +58,7 @@ func publish(tb testing.TB, ns, name, tiers string) *v1alpha2.LLMInferenceServic
 		Spec:       v1alpha2.LLMInferenceServiceSpec{Model: v1alpha2.LLMModelSpec{URI: "hf://Qwen/Qwen2.5-0.5B-Instruct", Name: ptr.To("qwen-" + name)}},
 	}
 	if tiers != "" {
-		svc.Annotations = map[string]string{modelv1alpha1.AnnotationTiers: tiers}
+		svc.Annotations = map[string]string{tier.AnnotationTiers: tiers}
 	}
 	ctx := tb.Context()
 	if err := cp.Client.Create(ctx, svc); err != nil {

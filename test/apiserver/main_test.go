@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/apiserver"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
@@ -40,7 +41,7 @@ const (
 	// frontProxyName is the common name of the kube-apiserver's proxy
 	// client certificate, the only name allowed to set identity headers.
 	frontProxyName = "front-proxy-client"
-	tierPrefix     = apiserver.DefaultTierNamespacePrefix
+	tierPrefix     = tier.DefaultNamespacePrefix
 	audience       = apiserver.DefaultTokenAudience
 	maxExpiration  = 24 * time.Hour
 )
@@ -192,7 +193,7 @@ func startServer(dir, host string, proxy *certs.KeyPair) (*serverProcess, error)
 	}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: apiserver.DefaultTierConfigName, Namespace: systemNS}, Data: map[string]string{apiserver.TierConfigKey: tiersYAML}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tier.ConfigMapName, Namespace: systemNS}, Data: map[string]string{tier.ConfigMapKey: tiersYAML}},
 	}
 	for _, tier := range []string{"free", "premium", "partner", "enterprise"} {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tierPrefix + tier}})
@@ -375,7 +376,7 @@ func serverRBAC(tiers []string) []client.Object {
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "odh-serving-api-server:tiers", Namespace: systemNS},
 			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{apiserver.DefaultTierConfigName},
+				APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{tier.ConfigMapName},
 				Verbs: []string{"get", "list", "watch"},
 			}},
 		},

@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
-	"github.com/opendatahub-io/odh-serving/internal/apiserver"
+	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // review creates a TierReview of groups as u.
@@ -66,7 +66,7 @@ func TestTierReviews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status.Tier != "" || !strings.Contains(r.Status.Error, "no tier lists any of the groups") || !strings.Contains(r.Status.Error, systemNS+"/"+apiserver.DefaultTierConfigName) {
+	if r.Status.Tier != "" || !strings.Contains(r.Status.Error, "no tier lists any of the groups") || !strings.Contains(r.Status.Error, systemNS+"/"+tier.ConfigMapName) {
 		t.Errorf("groups in no tier: status %+v, want an error naming the ConfigMap", r.Status)
 	}
 

@@ -236,8 +236,8 @@ func TestAPIServerFlags(t *testing.T) {
 			if err := o.Validate(); err != nil {
 				t.Errorf("args %v: %v", args, err)
 			}
-			if o.TierConfigNamespace != "opendatahub" || o.SecureServing.ServerCert.CertKey.CertFile == "" {
-				t.Errorf("args %v: tier ConfigMap namespace %q, certificate %q", args, o.TierConfigNamespace, o.SecureServing.ServerCert.CertKey.CertFile)
+			if o.Tiers.ConfigMapNamespace != "opendatahub" || o.SecureServing.ServerCert.CertKey.CertFile == "" {
+				t.Errorf("args %v: tier ConfigMap namespace %q, certificate %q", args, o.Tiers.ConfigMapNamespace, o.SecureServing.ServerCert.CertKey.CertFile)
 			}
 		})
 	}

@@ -4,11 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// AnnotationTiers publishes an LLMInferenceService to MaaS: a JSON list of
-// the tier names that may use it, where [] means every tier. A service
-// without it is not published. The key and format are ODH's.
-const AnnotationTiers = "alpha.maas.opendatahub.io/tiers"
-
 // Model is an LLMInferenceService published to MaaS that the caller's tier
 // may use. Its name and namespace are the service's.
 //
