@@ -57,16 +57,7 @@ func TestBadTierConfig(t *testing.T) {
 	key := client.ObjectKey{Namespace: systemNS, Name: tier.ConfigMapName}
 	gateway := newUser(t, gatewayUser)
 	alice := newUser(t, premiumUser, "premium-users")
-	t.Cleanup(func() {
-		setTiers(t, map[string]string{tier.ConfigMapKey: tiersYAML})
-		testenv.Eventually(t, "the tier configuration is back", func() error {
-			r, err := gateway.review(t, "premium-users")
-			if err == nil && r.Status.Tier != "premium" {
-				err = fmt.Errorf("tier %+v", r.Status)
-			}
-			return err
-		})
-	})
+	t.Cleanup(func() { restoreTiers(t, gateway) })
 	what := "ConfigMap " + key.String()
 	for name, tc := range map[string]struct {
 		data map[string]string // nil deletes the ConfigMap
@@ -105,6 +96,20 @@ func TestBadTierConfig(t *testing.T) {
 	}
 }
 
+// restoreTiers puts TestMain's tier list back and waits until the server
+// uses it.
+func restoreTiers(t *testing.T, gateway *user) {
+	t.Helper()
+	setTiers(t, map[string]string{tier.ConfigMapKey: tiersYAML})
+	testenv.Eventually(t, "the tier configuration is back", func() error {
+		r, err := gateway.review(t, "premium-users")
+		if err == nil && r.Status.Tier != "premium" {
+			err = fmt.Errorf("tier %+v", r.Status)
+		}
+		return err
+	})
+}
+
 // setTiers writes data to the tier ConfigMap, or deletes it when nil.
 func setTiers(tb testing.TB, data map[string]string) {
 	tb.Helper()
@@ -127,5 +132,29 @@ func setTiers(tb testing.TB, data map[string]string) {
 	}
 	if err != nil {
 		tb.Fatalf("set the tier ConfigMap: %v", err)
+	}
+}
+
+// TestUserInNoTier: with a tier list that leaves system:authenticated out
+// there is no default tier; a user in no tier group gets a 403 that names
+// the ConfigMap, for models and for tokens, and a tierreview says so.
+func TestUserInNoTier(t *testing.T) {
+	gateway := newUser(t, gatewayUser)
+	t.Cleanup(func() { restoreTiers(t, gateway) })
+	setTiers(t, map[string]string{tier.ConfigMapKey: "- {name: premium, level: 1, groups: [premium-users]}\n"})
+	testenv.Eventually(t, "the tier list without free", func() error {
+		r, err := gateway.review(t, "system:authenticated")
+		if err == nil && r.Status.Error == "" {
+			err = fmt.Errorf("system:authenticated still has tier %q", r.Status.Tier)
+		}
+		return err
+	})
+	bob := newUser(t, freeUser)
+	want := `user "` + freeUser + `" is in no MaaS tier: none of its groups [system:authenticated] is listed in ConfigMap ` + systemNS + "/" + tier.ConfigMapName
+	if _, err := bob.listModels(t, ""); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("list models: %v, want 403 with %q", err, want)
+	}
+	if _, err := bob.requestToken(t, nil); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("token request: %v, want 403 with %q", err, want)
 	}
 }
