@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
@@ -68,6 +69,13 @@ func TestTierReviews(t *testing.T) {
 	}
 	if r.Status.Tier != "" || !strings.Contains(r.Status.Error, "no tier lists any of the groups") || !strings.Contains(r.Status.Error, systemNS+"/"+tier.ConfigMapName) {
 		t.Errorf("groups in no tier: status %+v, want an error naming the ConfigMap", r.Status)
+	}
+
+	// As `kubectl create -f` sends docs/maas.md's example: no metadata.
+	raw, err := kubernetes.NewForConfigOrDie(gateway.cfg).RESTClient().Post().AbsPath("/apis", modelv1alpha1.GroupVersion.String(), "tierreviews").
+		Body([]byte(`{"apiVersion":"modelserving.opendatahub.io/v1alpha1","kind":"TierReview","spec":{"groups":["premium-users"]}}`)).DoRaw(t.Context())
+	if err != nil || !strings.Contains(string(raw), `"tier":"premium"`) {
+		t.Errorf("a TierReview without metadata: %v %s", err, raw)
 	}
 
 	mallory := newUser(t, noRights, "system:masters-not")
