@@ -115,3 +115,12 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// TestReadyz: readiness, which the chart's probe asks anonymously, waits
+// for the tier ConfigMap and service informers.
+func TestReadyz(t *testing.T) {
+	code, body := direct(t, "/readyz?verbose", nil, nil)
+	if code != http.StatusOK || !containsAll(string(body), "[+]tier-config-informer-synced ok", "[+]llminferenceservice-informer-synced ok") {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+}
