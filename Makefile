@@ -83,9 +83,10 @@ lint-presets: build ## Lint every shipped preset: render into sample topologies,
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deep-copy code, the serving.kserve.io CRDs and the api-server's OpenAPI definitions from api/.
+generate: ## Generate deep-copy code, the serving.kserve.io CRDs (and their schemas for offline validation) and the api-server's OpenAPI definitions from api/.
 	go tool controller-gen object paths=./api/...
 	go tool controller-gen crd:crdVersions=v1 'paths=./api/v1alpha1/...;./api/v1alpha2/...' output:crd:dir=./api/crds
+	go run ./hack/crdschemas
 	go tool openapi-gen --output-dir internal/apiserver/openapi --output-pkg github.com/opendatahub-io/odh-serving/internal/apiserver/openapi \
 		--output-file zz_generated.openapi.go --go-header-file hack/boilerplate.go.txt --report-filename internal/apiserver/openapi/api-rule-violations.list \
 		k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version ./api/modelserving/v1alpha1

@@ -11,5 +11,22 @@
 //     pipeline parallelism, data needs dataLocal) apply to a service only
 //     when it has no baseRefs, and always to the merged spec.
 //
+// Before any rule, decoding (DecodeService, DecodeConfig) checks the object
+// against its CRD's OpenAPI schema (ValidateSchema), as the API server does
+// before admission: every minimum, maximum, enum, pattern, length, item
+// count, type and required field. The schema is not restated here: it is
+// the generated CRDs' own (api.ServedSchemas, which `make generate` copies
+// from the CRDs without their descriptions, and `make verify` keeps in
+// step), so there is one source of truth: the Go types' markers, from
+// which the CRDs the API server enforces are generated. The check lives here, not in the
+// engine or the commands, because every path decodes through this package:
+// render and post-render (engine/manifest, which may import only api/), the
+// validating webhook and presets lint; a service that breaks a bound is
+// refused offline with the same field path and words as in the cluster. It
+// uses kube-openapi's validator, the one the API server wraps, without the
+// API server's own packages, which the render binary does not link. CEL
+// rules (x-kubernetes-validations) are not run offline; the rules they
+// state are restated in Go below and tested against the CRD.
+//
 // Errors are field.ErrorList values, so every message names its field path.
 package validation

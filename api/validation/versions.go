@@ -8,17 +8,25 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
-// DecodeService decodes a service written in either served version (the
-// version part of its apiVersion) strictly, and returns its v1alpha2 form.
+// DecodeService checks a service written in either served version (the
+// version part of its apiVersion) against that version's CRD schema, as
+// the API server does, then decodes it strictly, and returns its v1alpha2
+// form.
 func DecodeService(version string, raw []byte) (*v1alpha2.LLMInferenceService, field.ErrorList) {
 	svc := &v1alpha2.LLMInferenceService{}
+	if errs := ValidateSchema("LLMInferenceService", version, raw); len(errs) > 0 {
+		return svc, errs
+	}
 	errs := decodeVersioned(version, raw, svc, &v1alpha1.LLMInferenceService{})
 	return svc, errs
 }
 
-// DecodeConfig decodes a preset like DecodeService.
+// DecodeConfig checks and decodes a preset like DecodeService.
 func DecodeConfig(version string, raw []byte) (*v1alpha2.LLMInferenceServiceConfig, field.ErrorList) {
 	cfg := &v1alpha2.LLMInferenceServiceConfig{}
+	if errs := ValidateSchema("LLMInferenceServiceConfig", version, raw); len(errs) > 0 {
+		return cfg, errs
+	}
 	errs := decodeVersioned(version, raw, cfg, &v1alpha1.LLMInferenceServiceConfig{})
 	return cfg, errs
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -47,6 +48,9 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 }
 
 func validateService(req admission.Request) field.ErrorList {
+	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
+		return nil
+	}
 	svc, errs := validation.DecodeService(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
 		return errs
@@ -66,6 +70,9 @@ func validateService(req admission.Request) field.ErrorList {
 }
 
 func validateConfig(req admission.Request) field.ErrorList {
+	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
+		return nil
+	}
 	cfg, errs := validation.DecodeConfig(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
 		return errs
@@ -84,4 +91,20 @@ func validateConfig(req admission.Request) field.ErrorList {
 // rule existed can still be cleaned up.
 func unchangedOrDeleting(newMeta *metav1.ObjectMeta, oldSpec, newSpec any) bool {
 	return newMeta.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldSpec, newSpec)
+}
+
+// rawUnchangedOrDeleting is unchangedOrDeleting before decoding: decoding
+// checks the CRD's schema, which an object stored before a bound existed
+// may break, and its finalizers must still come off.
+func rawUnchangedOrDeleting(req admission.Request) bool {
+	var oldObj, newObj struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+		Spec any `json:"spec"`
+	}
+	if json.Unmarshal(req.Object.Raw, &newObj) != nil || json.Unmarshal(req.OldObject.Raw, &oldObj) != nil {
+		return false
+	}
+	return newObj.Metadata.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec)
 }

@@ -13,6 +13,11 @@
 //	# accepted[<entry>]: <why that entry point lets the input through>
 //	# skip[<entry>]: <why that entry point cannot even be given the input>
 //
+// TestRenderWebhookAndAPIServerAgree sends every service case, and one
+// case per bound the CRD schemas state (generated from the CRDs), through
+// render, the webhook's handler and the API server (a server-side dry run)
+// and checks that all three refuse the same inputs and name the same field.
+//
 // An accepted[webhook] case is checked with a server-side dry run: the API
 // server must admit it, so the corpus says truly what the webhook leaves to
 // the render. The engine's own bad inputs (engine/testdata/bad) run here

@@ -1,0 +1,66 @@
+package validation_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/api/validation"
+)
+
+// The CRD's bounds are checked when a service or preset decodes, in both
+// versions, with the API server's field paths and words; status is not
+// judged, as the API server ignores it on create.
+func TestDecodeChecksTheCRDSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind, json, want string
+		v1alpha1Only           bool
+	}{
+		{
+			name: "negative replicas", kind: "LLMInferenceService",
+			json: `{"spec":{"replicas":-1}}`,
+			want: "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
+		},
+		{
+			name: "negative prefill replicas in a preset", kind: "LLMInferenceServiceConfig",
+			json: `{"spec":{"prefill":{"replicas":-2}}}`,
+			want: "spec.prefill.replicas: Invalid value: -2: spec.prefill.replicas in body should be greater than or equal to 0",
+		},
+		{
+			name: "criticality not in the enum", kind: "LLMInferenceService",
+			json:         `{"spec":{"model":{"uri":"hf://a/b","criticality":"Urgent"}}}`,
+			want:         `spec.model.criticality: Unsupported value: "Urgent": supported values: "Critical", "Standard", "Sheddable"`,
+			v1alpha1Only: true,
+		},
+		{name: "a wrong status is not judged", kind: "LLMInferenceService", json: `{"spec":{},"status":{"observedGeneration":-5}}`},
+		{name: "valid", kind: "LLMInferenceService", json: `{"spec":{"replicas":0,"model":{"uri":"hf://a/b"}}}`},
+	} {
+		for _, version := range []string{"v1alpha1", "v1alpha2"} {
+			if tc.v1alpha1Only && version != "v1alpha1" {
+				continue
+			}
+			t.Run(tc.name+"/"+version, func(t *testing.T) {
+				raw := []byte(`{"apiVersion":"serving.kserve.io/` + version + `","kind":"` + tc.kind + `","metadata":{"name":"x"},` + tc.json[1:])
+				var got error
+				if tc.kind == "LLMInferenceService" {
+					_, errs := validation.DecodeService(version, raw)
+					got = errs.ToAggregate()
+				} else {
+					_, errs := validation.DecodeConfig(version, raw)
+					got = errs.ToAggregate()
+				}
+				switch {
+				case tc.want == "" && got != nil:
+					t.Errorf("refused a valid object: %v", got)
+				case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+					t.Errorf("error %v, want one containing %q", got, tc.want)
+				}
+			})
+		}
+	}
+	if errs := validation.ValidateSchema("Pod", "v1", []byte(`{}`)); len(errs) != 1 || !strings.Contains(errs[0].Error(), `kind: Unsupported value: "Pod"`) {
+		t.Errorf("a kind without a CRD: %v; want one error naming the kind", errs)
+	}
+	if errs := validation.ValidateSchema("LLMInferenceService", "v1", []byte(`{}`)); len(errs) != 1 || !strings.Contains(errs[0].Error(), "apiVersion") {
+		t.Errorf("an unserved version: %v; want one error naming apiVersion", errs)
+	}
+}

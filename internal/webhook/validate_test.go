@@ -1,0 +1,48 @@
+package webhook_test
+
+import (
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/opendatahub-io/odh-serving/internal/webhook"
+)
+
+// The webhook checks the CRD's schema too, so it refuses what the API
+// server would; but an object stored before a bound existed can still have
+// its finalizers removed and be deleted.
+func TestValidatorChecksTheSchemaButLetsOldObjectsGo(t *testing.T) {
+	obj := func(extra string) []byte {
+		return []byte(`{"apiVersion":"serving.kserve.io/v1alpha2","kind":"LLMInferenceService",` +
+			`"metadata":{"name":"s","namespace":"ns"` + extra + `},"spec":{"replicas":-1,"model":{"uri":"hf://a/b"}}}`)
+	}
+	request := func(op admissionv1.Operation, newObj, oldObj []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: op, Name: "s", Namespace: "ns",
+			Kind:   metav1.GroupVersionKind{Group: "serving.kserve.io", Version: "v1alpha2", Kind: "LLMInferenceService"},
+			Object: runtime.RawExtension{Raw: newObj}, OldObject: runtime.RawExtension{Raw: oldObj},
+		}}
+	}
+	const want = "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"
+	resp := webhook.Validator{}.Handle(t.Context(), request(admissionv1.Create, obj(""), nil))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+		t.Errorf("create: allowed %v, %v; want a refusal naming %q", resp.Allowed, resp.Result, want)
+	}
+	changed := []byte(strings.Replace(string(obj("")), `"replicas":-1`, `"replicas":-1,"baseRefs":[{"name":"p"}]`, 1))
+	resp = webhook.Validator{}.Handle(t.Context(), request(admissionv1.Update, changed, obj("")))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+		t.Errorf("update of the spec: allowed %v, %v; want a refusal naming %q", resp.Allowed, resp.Result, want)
+	}
+	// A spec change while the service is being deleted is let through too.
+	deleting := []byte(strings.Replace(string(changed), `"namespace":"ns"`, `"namespace":"ns","deletionTimestamp":"2026-11-24T00:00:00Z"`, 1))
+	old := obj(`,"finalizers":["serving.kserve.io/llmisvc"]`)
+	for name, newObj := range map[string][]byte{"finalizer removed": obj(""), "being deleted": deleting} {
+		if resp := (webhook.Validator{}).Handle(t.Context(), request(admissionv1.Update, newObj, old)); !resp.Allowed {
+			t.Errorf("%s: refused: %v", name, resp.Result)
+		}
+	}
+}
