@@ -36,14 +36,11 @@ import (
 
 // What TestMain sets up.
 const (
-	systemNS    = "odh-serving-system"
-	serviceName = "odh-serving-api-server"
-	// frontProxyName is the common name of the kube-apiserver's proxy
-	// client certificate, the only name allowed to set identity headers.
-	frontProxyName = "front-proxy-client"
-	tierPrefix     = tier.DefaultNamespacePrefix
-	audience       = apiserver.DefaultTokenAudience
-	maxExpiration  = 24 * time.Hour
+	systemNS      = "odh-serving-system"
+	serviceName   = "odh-serving-api-server"
+	tierPrefix    = tier.DefaultNamespacePrefix
+	audience      = apiserver.DefaultTokenAudience
+	maxExpiration = 24 * time.Hour
 )
 
 // tiersYAML is the tier ConfigMap: free holds system:authenticated, as in
@@ -135,28 +132,9 @@ func run(m *testing.M) int {
 // the api-server's endpoints when the machine has an address for them
 // (host; see register).
 func frontProxy(dir, host string) (map[string]string, *certs.KeyPair, error) {
-	ca, err := certs.NewCA("front-proxy-ca", time.Now(), 24*time.Hour)
+	flags, client, err := controlplane.FrontProxy(dir)
 	if err != nil {
 		return nil, nil, err
-	}
-	client, err := certs.IssueClient(ca, frontProxyName, time.Now(), 24*time.Hour)
-	if err != nil {
-		return nil, nil, err
-	}
-	files := map[string][]byte{"front-proxy-ca.crt": ca.CertPEM, "front-proxy-client.crt": client.CertPEM, "front-proxy-client.key": client.KeyPEM}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, nil, fmt.Errorf("write %s: %w", name, err)
-		}
-	}
-	flags := map[string]string{
-		"requestheader-client-ca-file":       filepath.Join(dir, "front-proxy-ca.crt"),
-		"requestheader-allowed-names":        frontProxyName,
-		"requestheader-username-headers":     "X-Remote-User",
-		"requestheader-group-headers":        "X-Remote-Group",
-		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
-		"proxy-client-cert-file":             filepath.Join(dir, "front-proxy-client.crt"),
-		"proxy-client-key-file":              filepath.Join(dir, "front-proxy-client.key"),
 	}
 	if host != "" {
 		flags["enable-aggregator-routing"] = "true"

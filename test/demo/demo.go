@@ -76,7 +76,9 @@ type outcome struct {
 	ScaledGenerationKept, ScaledOwnedByHPA bool
 	// Webhooks says the API server reached the controller's webhook.
 	Webhooks bool
-	Elapsed  time.Duration
+	// MaaS is what step 10 showed; nil when it was skipped.
+	MaaS    *maasOutcome
+	Elapsed time.Duration
 }
 
 type serviceState struct {
@@ -85,7 +87,7 @@ type serviceState struct {
 	URL   string
 }
 
-// demo is one run of the ten steps.
+// demo is one run of the eleven steps.
 type demo struct {
 	*runner
 	out *outcome
@@ -99,7 +101,9 @@ type demo struct {
 	healthPort        int
 	controller        *os.Process
 	controllerExited  <-chan error
-	dataplanePID      int
+	// apiServer is the MaaS API server's process; nil without MaaS.
+	apiServer    *os.Process
+	dataplanePID int
 	// lastStatus is the status table printed last.
 	lastStatus string
 	// dataplaneLog receives the in-process simulated data plane's lines.
@@ -150,7 +154,7 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 func (d *demo) run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
-		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.finish,
+		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.maas, d.finish,
 	} {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("step %d: %w", d.step, err)
@@ -266,6 +270,9 @@ func (d *demo) saveState() error {
 	if d.controller != nil {
 		st.ControllerPID = d.controller.Pid
 	}
+	if d.apiServer != nil {
+		st.APIServerPID = d.apiServer.Pid
+	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("record the demo's processes: %w", err)
@@ -292,11 +299,11 @@ func (d *demo) installCharts(ctx context.Context) error {
 	d.header("helm install odh-serving-crds, then odh-serving (controller mode)")
 	webhookSet := []string{}
 	if ip, err := localcluster.HostIP(); err != nil {
-		d.say("no webhooks: %v; both charts get webhook.enabled=false and the controller --disable-webhooks", err)
-		webhookSet = []string{"--set", "webhook.enabled=false"}
+		d.say("no webhooks and no MaaS API server: %v; both charts get webhook.enabled=false (and maas.enabled=false) and the controller --disable-webhooks", err)
+		webhookSet = []string{"--set", "webhook.enabled=false", "--set", "maas.enabled=false"}
 	} else {
 		d.webhooks = true
-		d.say("webhooks on: the API server will reach the controller through the webhook Service at %s (step 4)", ip)
+		d.say("webhooks on: the API server will reach the controller through the webhook Service at %s (step 4), and the MaaS API server through its APIService", ip)
 	}
 	d.out.Webhooks = d.webhooks
 	crdsArgs := d.helmArgs("install", crdsRelease, filepath.Join(d.cfg.Root, crdsChart), "--namespace", systemNamespace, "--create-namespace",
@@ -324,6 +331,9 @@ func (d *demo) installCharts(ctx context.Context) error {
 	}
 	d.say("%d presets in %s, Gateway kserve-ingress-gateway, the webhook configuration, RBAC, Deployment odh-serving-controller at %d replicas; services come in step 5",
 		len(presets.Items), systemNamespace, ptrDeref(dep.Spec.Replicas))
+	if d.webhooks {
+		d.say("MaaS: the tier ConfigMap tier-to-group-mapping (free, premium, enterprise) and their namespaces, APIService %s, the API server's RBAC", apiServiceName)
+	}
 	return nil
 }
 
@@ -378,7 +388,7 @@ func (d *demo) runController(ctx context.Context) error {
 		}
 		ip, _ := localcluster.HostIP()
 		d.say("EndpointSlice %s-localhost: Service %s/%s -> %s:%d, this machine", webhookService, systemNamespace, webhookService, ip, port)
-		args = append(args, "--webhook-port", strconv.Itoa(port), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"))
+		args = append(args, "--webhook-port", strconv.Itoa(port), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"), "--maas")
 	} else {
 		args = append(args, "--disable-webhooks")
 	}
@@ -404,7 +414,7 @@ func (d *demo) runController(ctx context.Context) error {
 		return err
 	}
 	d.say("the API server reaches the validating webhook: a server-side dry-run create of a service passed it")
-	return nil
+	return d.startAPIServer(ctx)
 }
 
 func (d *demo) controllerGone(logPath string) error {
@@ -725,7 +735,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 // 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
-		d.header("Tear down: stop the simulated data plane, the controller, kube-apiserver and etcd")
+		d.header("Tear down: stop the simulated data plane, the API server, the controller, kube-apiserver and etcd")
 		if err := d.tearDown(); err != nil {
 			return err
 		}
@@ -737,9 +747,12 @@ func (d *demo) finish(_ context.Context) error {
 	d.say("export KUBECONFIG=%s", d.kubeconfig)
 	d.say("export PATH=%s:$PATH   # kubectl and helm", d.assets)
 	d.say("kubectl get llminferenceservices,deployments,leaderworkersets,inferencepools.inference.networking.k8s.io,httproutes -n demo")
+	if d.apiServer != nil {
+		d.say("kubectl get models -A --as alice --as-group %s; kubectl get models -A --as bob", premiumGroup)
+	}
 	d.say("bin/odh-serving status -A")
 	d.say("helm list -A")
-	d.say("logs: %s/{controller,dataplane,kube-apiserver,etcd}.log", d.rel(d.cfg.Dir))
+	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log", d.rel(d.cfg.Dir))
 	d.say("stop everything: go run ./test/demo down")
 	d.say("demo done in %.1fs", d.elapsed().Seconds())
 	return nil
@@ -749,6 +762,7 @@ func (d *demo) finish(_ context.Context) error {
 // needs to stop a kept environment or the leftovers of a killed run.
 type keptState struct {
 	ControllerPID int    `json:"controllerPid"`
+	APIServerPID  int    `json:"apiServerPid,omitempty"`
 	DataPlanePID  int    `json:"dataPlanePid"`
 	Dir           string `json:"dir"`
 }
@@ -765,7 +779,7 @@ func down(dir string, out io.Writer) error {
 		if err := json.Unmarshal(data, &st); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		for _, pid := range []int{st.DataPlanePID, st.ControllerPID} {
+		for _, pid := range []int{st.DataPlanePID, st.APIServerPID, st.ControllerPID} {
 			errs = append(errs, detach.Stop(pid, st.Dir, 15*time.Second))
 		}
 		errs = append(errs, os.Remove(path))

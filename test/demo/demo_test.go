@@ -18,7 +18,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
-// TestIntegrationDemo runs the demo's ten steps with the cluster and the
+// TestIntegrationDemo runs the demo's eleven steps with the cluster and the
 // simulated data plane inside the test, and checks what they achieved: every
 // service Ready with its route on the v1 InferencePool, the children the
 // engine renders for each service (kind by kind) live in the cluster, and
@@ -79,9 +79,39 @@ func TestIntegrationDemo(t *testing.T) {
 	if _, err := localcluster.HostIP(); err == nil && !res.Webhooks {
 		t.Error("this machine can route to itself, yet the demo ran without webhooks")
 	}
-	for _, line := range []string{"1/10 Build", "3/10 helm install", "7/10 Watch", "9/10 Autoscale", "10/10 Tear down", "hpa/qwen-hpa:2/4", "dual", "demo done in"} {
+	if _, err := localcluster.HostIP(); err == nil {
+		checkMaaS(t, res.MaaS)
+	}
+	for _, line := range []string{"1/11 Build", "3/11 helm install", "7/11 Watch", "9/11 Autoscale", "10/11 Models-as-a-Service", "11/11 Tear down",
+		"hpa/qwen-hpa:2/4", "dual", "demo done in"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the output lacks %q", line)
+		}
+	}
+}
+
+// checkMaaS: alice (premium) lists qwen (premium) and llama-pd (every
+// tier), bob (free) only llama-pd, deepseek (enterprise) neither; alice's
+// token is a premium ServiceAccount's, which may post to qwen and llama-pd
+// and not to deepseek.
+func checkMaaS(t *testing.T, m *maasOutcome) {
+	t.Helper()
+	if m == nil {
+		t.Fatal("this machine can route to itself, yet the demo skipped MaaS")
+	}
+	want := map[string][]string{"alice": {"demo/llama-pd", "demo/qwen"}, "bob": {"demo/llama-pd"}}
+	for user, models := range want {
+		got := slices.Sorted(slices.Values(m.Models[user]))
+		if !slices.Equal(got, models) {
+			t.Errorf("%s lists models %v, want %v", user, got, models)
+		}
+	}
+	if m.TokenTier != "premium" || m.TokenUser != "system:serviceaccount:maas-default-gateway-tier-premium:alice-522b276a" {
+		t.Errorf("alice's token: tier %q, authenticates as %q; want premium, her ServiceAccount in the premium tier's namespace", m.TokenTier, m.TokenUser)
+	}
+	for svc, allowed := range map[string]bool{"demo/qwen": true, "demo/llama-pd": true, "demo/deepseek": false} {
+		if m.MayPost[svc] != allowed {
+			t.Errorf("alice's token may post to %s: %v, want %v", svc, m.MayPost[svc], allowed)
 		}
 	}
 }
@@ -91,7 +121,7 @@ func TestIntegrationDemo(t *testing.T) {
 func renderedKinds(t *testing.T, root, bin string, services []serviceRef) map[string]map[string]int {
 	t.Helper()
 	input := filepath.Join(t.TempDir(), "services.yaml")
-	if err := os.WriteFile(input, servicesManifest(t, root), 0o600); err != nil {
+	if err := os.WriteFile(input, append(tierConfigMap(t, root), servicesManifest(t, root)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "render", "-f", input, "--migration-phase", "v1")
@@ -135,6 +165,37 @@ func renderedKinds(t *testing.T, root, bin string, services []serviceRef) map[st
 
 // servicesManifest turns the services of the demo's values into
 // LLMInferenceService documents, as the chart renders them.
+// tierConfigMap is the tier ConfigMap the chart makes from its default
+// maas.tiers, so that render builds the services' tier access as the
+// controller does.
+func tierConfigMap(t *testing.T, root string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		MaaS struct {
+			Tiers []any `json:"tiers"`
+		} `json:"maas"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	tiers, err := yaml.Marshal(values.MaaS.Tiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := yaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "tier-to-group-mapping", "namespace": systemNamespace},
+		"data": map[string]any{"tiers": string(tiers)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("---\n"), doc...)
+}
+
 func servicesManifest(t *testing.T, root string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, valuesFile))
@@ -143,8 +204,9 @@ func servicesManifest(t *testing.T, root string) []byte {
 	}
 	var values struct {
 		Services map[string]struct {
-			Namespace string         `json:"namespace"`
-			Spec      map[string]any `json:"spec"`
+			Namespace   string            `json:"namespace"`
+			Annotations map[string]string `json:"annotations"`
+			Spec        map[string]any    `json:"spec"`
 		} `json:"services"`
 	}
 	if err := yaml.Unmarshal(data, &values); err != nil {
@@ -155,7 +217,7 @@ func servicesManifest(t *testing.T, root string) []byte {
 		s := values.Services[name]
 		doc, err := yaml.Marshal(map[string]any{
 			"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",
-			"metadata": map[string]any{"name": name, "namespace": s.Namespace}, "spec": s.Spec,
+			"metadata": map[string]any{"name": name, "namespace": s.Namespace, "annotations": s.Annotations}, "spec": s.Spec,
 		})
 		if err != nil {
 			t.Fatal(err)

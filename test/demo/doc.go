@@ -9,7 +9,9 @@
 //     controller mode;
 //  4. run `odh-serving controller` as a process here (there is no kubelet),
 //     its webhook reached through an EndpointSlice of the chart's webhook
-//     Service that points at this machine;
+//     Service that points at this machine; then `odh-serving api-server`
+//     (MaaS) the same way, behind the chart's APIService, with the
+//     certificate the controller made and the chart's ServiceAccount;
 //  5. helm upgrade with three services on the CPU presets
 //     (values-demo.yaml: single node, prefill/decode with a scheduler, data
 //     parallel across nodes);
@@ -23,7 +25,10 @@
 //  9. put an HPA on qwen's decode Deployment and scale it as the HPA
 //     controller would (SIMULATED: there is no metrics server), then show
 //     the controller handing spec.replicas over and leaving the count alone;
-//  10. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
+//  10. MaaS: `kubectl get models -A` as alice (premium) and bob (free), a
+//     token request as alice, and the gateway's SubjectAccessReview of that
+//     token on each service;
+//  11. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
 //     kubectl against it.
 //
 // Each step prints a line with the time since the start. Other commands:

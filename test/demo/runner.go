@@ -48,7 +48,7 @@ type runner struct {
 	teardown []func() error
 }
 
-const steps = 10
+const steps = 11
 
 // header prints a step's title with the time since the start.
 func (r *runner) header(title string) {

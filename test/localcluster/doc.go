@@ -18,11 +18,14 @@
 // (pids and URLs), the logs of etcd and kube-apiserver, the etcd data and the
 // API server's certificates. Every Start begins with an empty etcd.
 //
-// The API server differs from envtest's defaults in two ways: the service
-// CIDR is /12 (test/controlplane.ServiceCIDR) instead of /24, and aggregator
-// routing is on, so the API server reaches webhook and conversion Services
-// through their EndpointSlices. There is no kube-proxy, so a ClusterIP leads
-// nowhere; an EndpointSlice can point at a process on this machine.
+// The API server differs from envtest's defaults in three ways: the service
+// CIDR is /12 (test/controlplane.ServiceCIDR) instead of /24; it is the front
+// proxy of aggregated API servers, such as the MaaS API server
+// (controlplane.FrontProxy: request-header CA and proxy client certificate in
+// the pki folder); and aggregator routing is on, so the API server reaches
+// webhook, conversion and aggregated API Services through their
+// EndpointSlices. There is no kube-proxy, so a ClusterIP leads nowhere; an
+// EndpointSlice can point at a process on this machine.
 //
 // There is no kubelet, scheduler or kube-controller-manager: Pods never run,
 // Deployments get no status, namespaces are never finalized and nothing is

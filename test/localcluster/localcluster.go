@@ -113,11 +113,20 @@ func Start(opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.closeLogs())
 	}
 	apiServer := &envtest.APIServer{CertDir: filepath.Join(opts.Dir, pkiDir), Out: apiOut, Err: apiOut}
+	// The front proxy of aggregated API servers (the MaaS API server). Its
+	// aggregator routing is also what lets webhooks and conversion reach
+	// their Services through EndpointSlices that point at this machine:
+	// there is no kube-proxy.
+	proxy, _, err := controlplane.FrontProxy(filepath.Join(opts.Dir, pkiDir))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("local cluster: %w", err), c.closeLogs())
+	}
 	apiServer.Configure().
 		Set("service-cluster-ip-range", opts.ServiceCIDR).
-		// No kube-proxy: webhooks and conversion reach their Services
-		// through EndpointSlices, which may point at this machine.
 		Set("enable-aggregator-routing", "true")
+	for name, value := range proxy {
+		apiServer.Configure().Set(name, value)
+	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.AssetsDir,
 		ControlPlane: envtest.ControlPlane{
