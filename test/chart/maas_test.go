@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine/tier"
@@ -207,6 +208,15 @@ func TestInstallMaaS(t *testing.T) {
 			continue
 		}
 		t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), obj) })
+	}
+
+	// Self-signed mode: the controller injects its CA into the APIService.
+	apiSvc := &unstructured.Unstructured{}
+	apiSvc.SetGroupVersionKind(gvkAPIService)
+	apiSvc.SetName("v1alpha1.modelserving.opendatahub.io")
+	caPatch := `{"spec": {"caBundle": "` + webhookCA + `"}}`
+	if err := c.Patch(t.Context(), apiSvc, client.RawPatch(types.MergePatchType, []byte(caPatch)), client.DryRunAll); err != nil {
+		t.Errorf("the controller may not inject the CA into the APIService: %v", err)
 	}
 
 	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
