@@ -34,9 +34,11 @@ var utf8BOM = []byte("\ufeff")
 //     line numbers match the decoder's;
 //   - a UTF-8 byte order mark at the start is dropped.
 //
-// A chunk holds at most one document. Markers count only in column 0,
-// where YAML forbids them inside scalars, so no parse is needed to find
-// them. FuzzSplitMatchesYAMLv3 checks the cut against a YAML parser.
+// Markers count only in column 0, where YAML forbids them inside scalars,
+// so no parse is needed to find them, and a chunk holds one document:
+// only a document that is a flow collection can end before its chunk
+// does, which oneDocument catches. FuzzSplitMatchesYAMLv3 checks the cut
+// against a YAML parser.
 func splitDocuments(file string, data []byte) ([]chunk, error) {
 	if enc := wideEncoding(data); enc != "" {
 		return nil, fmt.Errorf("%s:1: the stream is %s; write it as UTF-8", file, enc)
