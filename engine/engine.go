@@ -70,6 +70,18 @@ type Options struct {
 	// annotation is ignored. It is data, not a flag: the controller reads
 	// it from the tier ConfigMap, render from an input file.
 	Tiers *tier.Config
+	// GatewayTLS is what tells the gateway to originate TLS to the model
+	// servers and the endpoint picker: Istio DestinationRules, Gateway API
+	// BackendTLSPolicies, or nothing. Default: nothing. The controller
+	// decides it per service from the gateway class and the CRDs served.
+	GatewayTLS build.GatewayTLS
+	// IstioShadowService is the Service Istio made for the managed pool;
+	// the controller finds it. Empty: no DestinationRule for it.
+	IstioShadowService string
+	// Monitoring adds the Prometheus Operator monitors of the model
+	// servers and the endpoint picker. The controller turns it on when
+	// monitoring.coreos.com is served, unless told not to.
+	Monitoring bool
 }
 
 func (o Options) withDefaults() Options {
@@ -131,6 +143,7 @@ func (p *Plan) Build(phase build.Phase) (*Result, error) {
 		OCIModelSource:  opts.OCIModelSource,
 		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
+		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", p.svc.Namespace, p.svc.Name, err)
@@ -270,9 +283,10 @@ var kindOrder = []struct {
 	kind string
 	wave int
 }{
-	{"ServiceAccount", 0}, {"Role", 0}, {"RoleBinding", 0}, {"ClusterRoleBinding", 0}, {"Certificate", 0}, {"Service", 0},
+	{"ServiceAccount", 0}, {"Secret", 0}, {"Role", 0}, {"RoleBinding", 0}, {"ClusterRoleBinding", 0}, {"Certificate", 0}, {"Service", 0},
 	{"Deployment", 1}, {"LeaderWorkerSet", 1},
 	{"InferencePool", 2}, {"HTTPRoute", 2},
+	{"DestinationRule", 2}, {"BackendTLSPolicy", 2}, {"PodMonitor", 2}, {"ServiceMonitor", 2},
 }
 
 func kindIndex(o build.Object) int {

@@ -29,6 +29,11 @@ type caseOptions struct {
 	// Tiers is the MaaS tier list, as under the tier ConfigMap's key.
 	Tiers               string `json:"tiers"`
 	TierNamespacePrefix string `json:"tierNamespacePrefix"`
+	// GatewayTLS, IstioShadowService and Monitoring are what the
+	// controller decides from the cluster.
+	GatewayTLS         string `json:"gatewayTLS"`
+	IstioShadowService string `json:"istioShadowService"`
+	Monitoring         bool   `json:"monitoring"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -63,6 +68,9 @@ func renderCase(tb testing.TB, dir string) []byte {
 			tb.Fatal(err)
 		}
 	}
+	eopts.GatewayTLS = build.GatewayTLS(opts.GatewayTLS)
+	eopts.IstioShadowService = opts.IstioShadowService
+	eopts.Monitoring = opts.Monitoring
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {

@@ -59,6 +59,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("field OCIModelSource: %w", err))
 		}
 	}
+	if o.GatewayTLS != "" {
+		if _, err := convention.ParseGatewayTLS(string(o.GatewayTLS)); err != nil {
+			errs = append(errs, fmt.Errorf("field GatewayTLS: %w", err))
+		}
+	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
 		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
 	}
@@ -105,6 +110,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) AddPhaseFlag(fs *pflag.FlagSet) {
 	fs.Var(newParsed(&o.Phase, convention.PhaseV1, convention.ParsePhase), "migration-phase",
 		"InferencePool migration phase: alpha2, dual, v1 or retired")
+}
+
+// AddPlatformFlags registers, for the commands that render without a
+// cluster, what the controller otherwise learns from the cluster: what
+// tells the gateway to originate TLS (--gateway-tls) and whether to render
+// the monitors (--monitoring).
+func (o *Options) AddPlatformFlags(fs *pflag.FlagSet) {
+	fs.Var(newParsed(&o.GatewayTLS, convention.GatewayTLSNone, convention.ParseGatewayTLS), "gateway-tls",
+		"what tells the gateway to originate TLS to the backends: none, istio (DestinationRules) or "+
+			"backend-tls-policy (Gateway API BackendTLSPolicies)")
+	fs.StringVar(&o.IstioShadowService, "istio-shadow-service", "",
+		"with --gateway-tls=istio: the Service Istio made for the pool (labelled istio.io/inferencepool-name), "+
+			"for its DestinationRule; empty: none")
+	fs.BoolVar(&o.Monitoring, "monitoring", false, "render Prometheus Operator monitors of the model servers and the endpoint picker")
 }
 
 // parsed is a flag whose value is checked when it is set, so a bad value

@@ -70,6 +70,12 @@ const (
 	// RoleModelAccess is the model-user Role of a service published to
 	// MaaS, or one of its tiers' RoleBindings.
 	RoleModelAccess Role = "model-access"
+	// RoleGatewayTLS is an Istio DestinationRule or a BackendTLSPolicy
+	// that makes the gateway originate TLS to a backend.
+	RoleGatewayTLS Role = "gateway-tls"
+	// RoleMonitor is a PodMonitor or ServiceMonitor, or the metrics
+	// reader's token Secret.
+	RoleMonitor Role = "monitor"
 )
 
 // Named returns the name of the child built for role, or "" when none was.
@@ -151,6 +157,10 @@ func roleOf(n build.Names, o build.Object) Role {
 		return RoleRoute
 	case "Certificate":
 		return RoleCertificate
+	case "DestinationRule", "BackendTLSPolicy":
+		return RoleGatewayTLS
+	case "PodMonitor", "ServiceMonitor", "Secret":
+		return RoleMonitor
 	case "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding":
 		if o.GetLabels()[build.LabelComponent] == build.ComponentModelAccess {
 			return RoleModelAccess

@@ -31,6 +31,28 @@ mkdir -p "$OUT/cert-manager"
 for f in crd-certificates.yaml crd-issuers.yaml crd-clusterissuers.yaml; do
   sed "s/'{{[^}]*}}'/cert-manager/" "$CM/deploy/crds/$f" > "$OUT/cert-manager/$f"
 done
+# Istio's DestinationRule CRD, for the DestinationRules that tell an Istio
+# gateway to originate TLS to the backends. Like cert-manager, Istio is no
+# dependency of the Go module: istio.io/api, which ships every Istio CRD in one
+# generated file, is fetched at its pinned version and the DestinationRule
+# document cut out of it.
+ISTIO_API_VERSION=v1.31.4
+ISTIO=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "istio.io/api@$ISTIO_API_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+mkdir -p "$OUT/istio"
+awk -v want="destinationrules.networking.istio.io" '
+  /^---$/ { if (keep) printf "%s", doc; doc = ""; keep = 0; next }
+  { doc = doc $0 "\n"; if ($0 == "  name: " want) keep = 1 }
+  END { if (keep) printf "%s", doc }
+' "$ISTIO/kubernetes/customresourcedefinitions.gen.yaml" > "$OUT/istio/networking.istio.io_destinationrules.yaml"
+grep -q '^  name: destinationrules.networking.istio.io$' "$OUT/istio/networking.istio.io_destinationrules.yaml"
+# prometheus-operator's PodMonitor and ServiceMonitor CRDs, for the monitors
+# of each service; from its Go module, at its pinned version, outside ours.
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
+PO=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+mkdir -p "$OUT/prometheus-operator"
+for f in monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_servicemonitors.yaml; do
+  cp "$PO/example/prometheus-operator-crd/$f" "$OUT/prometheus-operator/"
+done
 # The bases CRD, not the chart's: the chart's carries a conversion webhook.
 cp "$LWS/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" "$OUT/lws/"
 chmod -R u+w "$OUT"
@@ -38,4 +60,6 @@ chmod -R u+w "$OUT"
   echo "# Copied by hack/sync-crds.sh from the modules pinned in go.mod. Do not edit."
   go list -m -f '{{.Path}} {{.Version}}' sigs.k8s.io/gateway-api-inference-extension sigs.k8s.io/gateway-api sigs.k8s.io/lws
   echo "github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION"
+  echo "istio.io/api $ISTIO_API_VERSION"
+  echo "github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR_VERSION"
 } > "$OUT/VERSIONS"

@@ -23,6 +23,12 @@ const (
 	// CertManager holds cert-manager's Certificate and Issuer CRDs, for
 	// tests of the cert-manager certificate mode.
 	CertManager = "thirdparty/cert-manager"
+	// Istio holds Istio's DestinationRule CRD, for the DestinationRules
+	// that make an Istio gateway originate TLS to the backends.
+	Istio = "thirdparty/istio"
+	// PrometheusOperator holds the PodMonitor and ServiceMonitor CRDs, for
+	// the services' monitors.
+	PrometheusOperator = "thirdparty/prometheus-operator"
 )
 
 // Load decodes every CRD in the named sets, in a stable order.

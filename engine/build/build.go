@@ -53,6 +53,18 @@ type Options struct {
 	// InternalGateway, when named, is a gateway for in-cluster callers: a
 	// managed route attached to IngressGateway attaches to it too.
 	InternalGateway GatewayRef
+	// GatewayTLS is what tells the gateway to originate TLS to the
+	// backends: Istio DestinationRules, Gateway API BackendTLSPolicies, or
+	// nothing (empty or none).
+	GatewayTLS GatewayTLS
+	// IstioShadowService is the Service Istio made for the managed pool
+	// (labelled istio.io/inferencepool-name); the controller finds it.
+	// Empty: none yet, and no DestinationRule for it.
+	IstioShadowService string
+	// Monitoring adds the Prometheus Operator monitors of the model
+	// servers and the endpoint picker, and what the endpoint picker's
+	// monitor needs to authenticate.
+	Monitoring bool
 }
 
 // GatewayRef names a Gateway.
@@ -145,6 +157,8 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	if err := b.route(); err != nil {
 		return nil, err
 	}
+	b.gatewayTLS()
+	b.monitors()
 	return b.out, nil
 }
 
@@ -217,6 +231,8 @@ type names struct {
 	epp, eppService, eppSA, eppRole, eppRoleBinding, eppAuth    string
 	eppTLSSecret                                                string
 	workloadCert, eppCert                                       string
+	eppTLS, shadowTLS                                           string
+	engineMonitor, eppMonitor, metricsReader, metricsReaderAuth string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -259,15 +275,24 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.eppTLSSecret, "-epp-serving-cert")
 	child(&n.workloadCert, "-kserve-workload-cert")
 	child(&n.eppCert, "-epp-cert")
-	auth, err := naming.ChildName(svc.Namespace, "-"+svc.Name+"-epp-auth-rb")
-	if err != nil {
-		// The suffix carries the service name; hash the whole name instead.
-		auth, err = naming.ChildName(svc.Namespace+"-"+svc.Name, "-epp-auth-rb")
+	child(&n.eppTLS, "-kserve-scheduler")
+	child(&n.shadowTLS, "-kserve-shadow-svc")
+	child(&n.engineMonitor, "-kserve-llmisvc-engine")
+	child(&n.eppMonitor, "-kserve-llmisvc-scheduler")
+	child(&n.metricsReader, "-kserve-metrics-reader")
+	clusterChild := func(dst *string, suffix string) {
+		v, err := naming.ChildName(svc.Namespace, "-"+svc.Name+suffix)
+		if err != nil {
+			// The suffix carries the service name; hash the whole name instead.
+			v, err = naming.ChildName(svc.Namespace+"-"+svc.Name, suffix)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		*dst = v
 	}
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	n.eppAuth = auth
+	clusterChild(&n.eppAuth, "-epp-auth-rb")
+	clusterChild(&n.metricsReaderAuth, "-kserve-metrics-reader")
 	if r := spec.Router; r != nil && r.Scheduler != nil && r.Scheduler.Pool != nil {
 		if ref := r.Scheduler.Pool.Ref; ref != nil && ref.Name != "" {
 			n.pool = ref.Name

@@ -21,14 +21,10 @@ func (b *builder) certificate(name, service, secret, component string) {
 		issuer.Kind = "Issuer"
 	}
 	ns := b.svc.Namespace
-	labels := map[string]any{}
-	for k, v := range b.labels(component) {
-		labels[k] = v
-	}
 	b.add(&unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cert-manager.io/v1",
 		"kind":       "Certificate",
-		"metadata":   map[string]any{"name": name, "namespace": ns, "labels": labels},
+		"metadata":   b.unstructuredMeta(name, component),
 		"spec": map[string]any{
 			"secretName": secret,
 			"dnsNames": []any{

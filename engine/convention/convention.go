@@ -137,3 +137,60 @@ func ParseCertMode(s string) (CertMode, error) {
 	}
 	return "", fmt.Errorf("unknown certificate mode %q: want self-signed, service-ca or cert-manager", s)
 }
+
+// GatewayTLS is what tells the gateway to originate TLS to the model
+// servers and the endpoint picker, which serve only TLS.
+type GatewayTLS string
+
+const (
+	// GatewayTLSNone renders nothing: the gateway is told some other way.
+	GatewayTLSNone GatewayTLS = "none"
+	// GatewayTLSIstio renders Istio DestinationRules, as ODH's KServe does
+	// for gateway classes of Istio and OpenShift.
+	GatewayTLSIstio GatewayTLS = "istio"
+	// GatewayTLSBackendTLSPolicy renders Gateway API BackendTLSPolicies.
+	GatewayTLSBackendTLSPolicy GatewayTLS = "backend-tls-policy"
+)
+
+// ParseGatewayTLS checks a gateway TLS name.
+func ParseGatewayTLS(s string) (GatewayTLS, error) {
+	switch g := GatewayTLS(s); g {
+	case GatewayTLSNone, GatewayTLSIstio, GatewayTLSBackendTLSPolicy:
+		return g, nil
+	}
+	return "", fmt.Errorf("unknown gateway TLS %q: want none, istio or backend-tls-policy", s)
+}
+
+// IstioGatewayControllers are the GatewayClass controller names of Istio's
+// gateways (OpenShift's included): ODH's KServe renders DestinationRules
+// for routes on their gateways, and so do we.
+var IstioGatewayControllers = []string{
+	"istio.io/gateway-controller",
+	"istio.io/unmanaged-gateway",
+	"openshift.io/gateway-controller/v1",
+}
+
+// Where the gateway finds the CA that signs the serving certificates.
+const (
+	// CABundleName names the Secret (in the gateway's namespace, for
+	// Istio's credentialName) and the ConfigMap (in the service's
+	// namespace, for BackendTLSPolicy) that hold the CA certificate under
+	// CABundleKey. The controller keeps both in the self-signed mode.
+	CABundleName = "odh-serving-ca-bundle"
+	CABundleKey  = "ca.crt"
+	// ServiceCAFile is where OpenShift mounts its service CA into every
+	// pod, the gateway's included.
+	ServiceCAFile = "/var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt"
+	// ServiceCAConfigMap is the ConfigMap OpenShift puts in every
+	// namespace with its service CA under ServiceCAConfigMapKey.
+	ServiceCAConfigMap    = "openshift-service-ca.crt"
+	ServiceCAConfigMapKey = "service-ca.crt"
+	// LabelIstioInferencePool is on the Service Istio makes for an
+	// InferencePool (its "shadow" Service), with the pool's name.
+	LabelIstioInferencePool = "istio.io/inferencepool-name"
+)
+
+// MetricsReaderClusterRole grants get on the non-resource URL /metrics,
+// which the endpoint picker checks before it serves its metrics; the
+// chart makes it, as ODH's KServe install does.
+const MetricsReaderClusterRole = "kserve-metrics-reader-cluster-role"

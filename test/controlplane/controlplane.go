@@ -48,7 +48,7 @@ type ControlPlane struct {
 func NewScheme() (*runtime.Scheme, error) { return controller.NewScheme() }
 
 // AllCRDs are the CRD sets Start installs.
-var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager}
+var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.Istio, crds.PrometheusOperator}
 
 // Options change what StartWith sets up.
 type Options struct {

@@ -16,7 +16,8 @@ import (
 // TestIntegrationGoldenOutputsApply applies every object of every engine
 // golden case, every preset's expected output and the rendered examples to
 // the real API server as a server-side dry run, so the real
-// CRD schemas (GIE, Gateway API, LWS) and the built-in types judge them.
+// CRD schemas (GIE, Gateway API, LWS, Istio's DestinationRule, the
+// Prometheus Operator's monitors) and the built-in types judge them.
 func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	files := golden.Glob(t, "../../engine/testdata/*/expected.yaml")
 	presetOutputs := golden.Glob(t, "../../presets/*/expected.yaml")
@@ -62,5 +63,22 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	}}
 	if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
 		t.Error("a v1 InferencePool with an empty selector and no endpoint picker port must be rejected")
+	}
+	// And so do Istio's and the Prometheus Operator's schemas.
+	for _, bad := range []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+			"metadata": map[string]any{"name": "bad-mode", "namespace": "dry-run-check"},
+			"spec": map[string]any{"host": "x", "trafficPolicy": map[string]any{"tls": map[string]any{"mode": "VERIFY"}}},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+			"metadata": map[string]any{"name": "bad-scheme", "namespace": "dry-run-check"},
+			"spec": map[string]any{"selector": map[string]any{}, "podMetricsEndpoints": []any{map[string]any{"scheme": "ftp"}}},
+		}},
+	} {
+		if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
+			t.Errorf("%s %s must be rejected", bad.GetKind(), bad.GetName())
+		}
 	}
 }

@@ -18,6 +18,7 @@ type engineFlags struct {
 func (e *engineFlags) register(fs *pflag.FlagSet) {
 	e.opts.AddFlags(fs)
 	e.opts.AddPhaseFlag(fs)
+	e.opts.AddPlatformFlags(fs)
 }
 
 // options returns the engine options the flags give, with the --image
