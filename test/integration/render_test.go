@@ -69,12 +69,12 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 		{Object: map[string]any{
 			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
 			"metadata": map[string]any{"name": "bad-mode", "namespace": "dry-run-check"},
-			"spec": map[string]any{"host": "x", "trafficPolicy": map[string]any{"tls": map[string]any{"mode": "VERIFY"}}},
+			"spec":     map[string]any{"host": "x", "trafficPolicy": map[string]any{"tls": map[string]any{"mode": "VERIFY"}}},
 		}},
 		{Object: map[string]any{
 			"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
 			"metadata": map[string]any{"name": "bad-scheme", "namespace": "dry-run-check"},
-			"spec": map[string]any{"selector": map[string]any{}, "podMetricsEndpoints": []any{map[string]any{"scheme": "ftp"}}},
+			"spec":     map[string]any{"selector": map[string]any{}, "podMetricsEndpoints": []any{map[string]any{"scheme": "ftp"}}},
 		}},
 	} {
 		if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
