@@ -130,6 +130,15 @@ func Prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 	return p, nil
 }
 
+// WithPlatform returns a copy of p that builds with what the controller
+// learned from the cluster after Prepare: what tells the gateway to
+// originate TLS, Istio's shadow Service of the pool, and the monitors.
+func (p *Plan) WithPlatform(tls build.GatewayTLS, istioShadowService string, monitoring bool) *Plan {
+	q := *p
+	q.opts.GatewayTLS, q.opts.IstioShadowService, q.opts.Monitoring = tls, istioShadowService, monitoring
+	return &q
+}
+
 // Build builds the children of a prepared service for the migration phase
 // (empty: the Options' phase). It does not change p, so one plan can be
 // built for several phases.

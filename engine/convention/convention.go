@@ -170,6 +170,17 @@ var IstioGatewayControllers = []string{
 	"openshift.io/gateway-controller/v1",
 }
 
+// BackendTLSPolicyGatewayControllers are the GatewayClass controller names
+// of the gateways, other than Istio's, that originate TLS as a
+// BackendTLSPolicy says: Envoy Gateway's and kgateway's. The controller
+// renders BackendTLSPolicies for routes on their gateways only; a class it
+// does not know gets nothing, since a policy nobody reads would look like
+// TLS that is configured.
+var BackendTLSPolicyGatewayControllers = []string{
+	"gateway.envoyproxy.io/gatewayclass-controller",
+	"kgateway.dev/kgateway",
+}
+
 // Where the gateway finds the CA that signs the serving certificates.
 const (
 	// CABundleName names the Secret (in the gateway's namespace, for

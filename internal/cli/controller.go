@@ -20,6 +20,8 @@ import (
 type controllerFlags struct {
 	kubeconfig string
 	opts       controller.Options
+	// monitoring is --monitoring: opts.DisableMonitoring negated.
+	monitoring bool
 }
 
 func newController(s Streams) *cobra.Command { return controllerCommand(s, &controllerFlags{}) }
@@ -61,6 +63,7 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	fs.BoolVar(&o.MaaS, "maas", false, "publish services to Models-as-a-Service: a service annotated "+tier.AnnotationTiers+
 		" gets the Role <service>-model-user and a RoleBinding per allowed tier (not in static mode)")
 	o.Tiers.AddFlags(fs)
+	fs.BoolVar(&f.monitoring, "monitoring", true, "give every service its PodMonitor and ServiceMonitor when the Prometheus Operator's CRDs are served")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "services reconciled at once")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(gofs)
@@ -84,6 +87,7 @@ func runController(ctx context.Context, f *controllerFlags) error {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(controllerGCPercent))
 	}
+	f.opts.DisableMonitoring = !f.monitoring
 	return controller.Run(ctx, cfg, f.opts)
 }
 

@@ -52,6 +52,9 @@ func (e *enabler) wanted() []string {
 		if crd == crdCertificate && e.r.opts.CertMode != build.CertManager {
 			continue
 		}
+		if (crd == crdPodMonitor || crd == crdServiceMonitor) && !e.r.opts.monitoring() {
+			continue
+		}
 		out = append(out, crd)
 	}
 	slices.Sort(out)
@@ -107,6 +110,8 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forRoute)
 	case crdGateway:
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forGateway)
+	case crdGatewayClass:
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forGatewayClass)
 	case crdPoolV1, crdPoolV1alpha2:
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forPool)
 	case crdScaledObject:

@@ -62,6 +62,14 @@ const (
 	crdHTTPRoute    = "httproutes.gateway.networking.k8s.io"
 	crdGateway      = "gateways.gateway.networking.k8s.io"
 	crdCertificate  = "certificates.cert-manager.io"
+	// What makes gateways originate TLS, and the classes that say which
+	// gateway a route is on.
+	crdGatewayClass     = "gatewayclasses.gateway.networking.k8s.io"
+	crdDestinationRule  = "destinationrules.networking.istio.io"
+	crdBackendTLSPolicy = "backendtlspolicies.gateway.networking.k8s.io"
+	// The Prometheus Operator's monitors.
+	crdPodMonitor     = "podmonitors.monitoring.coreos.com"
+	crdServiceMonitor = "servicemonitors.monitoring.coreos.com"
 )
 
 var (
@@ -78,6 +86,11 @@ var (
 	gvkHTTPRoute          = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 	gvkGateway            = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
 	gvkCertificate        = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+	gvkGatewayClass       = gatewayv1.SchemeGroupVersion.WithKind("GatewayClass")
+	gvkDestinationRule    = schema.GroupVersionKind{Group: "networking.istio.io", Version: "v1", Kind: "DestinationRule"}
+	gvkBackendTLSPolicy   = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
+	gvkPodMonitor         = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+	gvkServiceMonitor     = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
 )
 
 // childKinds are every kind the engine renders. The label inventory that
@@ -97,6 +110,13 @@ var childKinds = []kind{
 	{gvk: gvkPoolV1, crd: crdPoolV1},
 	{gvk: gvkPoolV1alpha2, crd: crdPoolV1alpha2},
 	{gvk: gvkHTTPRoute, crd: crdHTTPRoute},
+	// Rendered only while their CRDs are served (platformOf): never
+	// CRDMissing.
+	{gvk: gvkSecret},
+	{gvk: gvkDestinationRule, crd: crdDestinationRule},
+	{gvk: gvkBackendTLSPolicy, crd: crdBackendTLSPolicy},
+	{gvk: gvkPodMonitor, crd: crdPodMonitor},
+	{gvk: gvkServiceMonitor, crd: crdServiceMonitor},
 }
 
 func kindOf(gvk schema.GroupVersionKind) (kind, bool) {
@@ -121,6 +141,7 @@ var typedKinds = map[schema.GroupVersionKind]func() client.Object{
 	gvkPoolV1alpha2:       func() client.Object { return &gieapixv1alpha2.InferencePool{} },
 	gvkHTTPRoute:          func() client.Object { return &gatewayv1.HTTPRoute{} },
 	gvkGateway:            func() client.Object { return &gatewayv1.Gateway{} },
+	gvkGatewayClass:       func() client.Object { return &gatewayv1.GatewayClass{} },
 }
 
 var typedLists = map[schema.GroupVersionKind]func() client.ObjectList{
@@ -137,6 +158,7 @@ var typedLists = map[schema.GroupVersionKind]func() client.ObjectList{
 	gvkPoolV1alpha2:       func() client.ObjectList { return &gieapixv1alpha2.InferencePoolList{} },
 	gvkHTTPRoute:          func() client.ObjectList { return &gatewayv1.HTTPRouteList{} },
 	gvkGateway:            func() client.ObjectList { return &gatewayv1.GatewayList{} },
+	gvkGatewayClass:       func() client.ObjectList { return &gatewayv1.GatewayClassList{} },
 }
 
 // optionalCRDs are the CRDs whose kinds the controller watches once they
@@ -149,6 +171,12 @@ var optionalCRDs = map[string]schema.GroupVersionKind{
 	crdGateway:      gvkGateway,
 	crdCertificate:  gvkCertificate,
 	crdScaledObject: gvkScaledObject,
+
+	crdGatewayClass:     gvkGatewayClass,
+	crdDestinationRule:  gvkDestinationRule,
+	crdBackendTLSPolicy: gvkBackendTLSPolicy,
+	crdPodMonitor:       gvkPodMonitor,
+	crdServiceMonitor:   gvkServiceMonitor,
 }
 
 // served reports whether crd is established and serves version.

@@ -137,7 +137,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Scheme: scheme,
 		Cache:  cacheOpts,
 		// Kinds without Go types (KEDA's ScaledObjects, cert-manager's
-		// Certificates) are read from the cache too, with its indexes.
+		// Certificates, Istio's DestinationRules, the Prometheus
+		// Operator's monitors) are read from the cache too, with its indexes.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,

@@ -65,6 +65,9 @@ type Options struct {
 
 	// ManageCRDs applies the embedded GIE CRDs at start.
 	ManageCRDs bool
+	// DisableMonitoring renders no monitors, even where the Prometheus
+	// Operator's CRDs are served; the controller then does not watch them.
+	DisableMonitoring bool
 	// MaxConcurrentReconciles is the number of workers. Default: 4.
 	MaxConcurrentReconciles int
 
@@ -154,6 +157,11 @@ func (o Options) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// monitoring reports whether services get monitors where the Prometheus
+// Operator's CRDs are served: not in static mode, where Helm renders the
+// children, nor when turned off.
+func (o Options) monitoring() bool { return !o.DisableMonitoring && !o.StaticMode }
 
 // engineOptions are the render options for a phase, with images (the
 // built-in ones with Images over them).

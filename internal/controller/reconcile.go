@@ -17,6 +17,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 )
@@ -138,6 +139,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	}
 	opts := r.opts.engineOptions(r.images, "")
 	opts.Tiers = r.tiersFor(ctx, p)
+	opts.Monitoring = r.monitoring()
 	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, opts); err != nil {
 		p.renderFailed(err)
 		return 0, nil
@@ -150,6 +152,18 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	if p.res, err = p.plan.Build(p.decision.Phase); err != nil {
 		p.renderFailed(err)
 		return 0, nil
+	}
+	// What tells the gateways to originate TLS depends on the gateways the
+	// built route attaches to.
+	tls, shadow, err := r.gatewayTLS(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if tls != build.GatewayTLSNone {
+		if p.res, err = p.plan.WithPlatform(tls, shadow, opts.Monitoring).Build(p.decision.Phase); err != nil {
+			p.renderFailed(err)
+			return 0, nil
+		}
 	}
 	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, "")
 	r.access(p)

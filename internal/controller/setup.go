@@ -27,6 +27,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -106,6 +107,11 @@ func Setup(mgr manager.Manager, opts Options) error {
 		// The cache holds only the tier ConfigMap (NewManager).
 		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.forTierConfig))
 	}
+	// Istio's Service of a pool names the DestinationRule's host.
+	b = b.Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forShadowService),
+		builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[convention.LabelIstioInferencePool] != ""
+		})))
 	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("build the %s controller: %w", ControllerName, err)

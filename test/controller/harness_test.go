@@ -244,10 +244,16 @@ func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reaso
 // address.
 func (e *env) gateway(namespace, name, address string) {
 	e.t.Helper()
+	e.gatewayOfClass(namespace, name, address, "test")
+}
+
+// gatewayOfClass is gateway with the GatewayClass named class.
+func (e *env) gatewayOfClass(namespace, name, address, class string) {
+	e.t.Helper()
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: "test",
+			GatewayClassName: gatewayv1.ObjectName(class),
 			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}},
 		},
 	}

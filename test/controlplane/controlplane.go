@@ -48,7 +48,13 @@ type ControlPlane struct {
 func NewScheme() (*runtime.Scheme, error) { return controller.NewScheme() }
 
 // AllCRDs are the CRD sets Start installs.
-var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.Istio, crds.PrometheusOperator}
+var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager}
+
+// PlatformCRDs are CRD sets of platforms a cluster may or may not have,
+// which Start leaves out: the controller renders more for a cluster that
+// has them (Istio's DestinationRules, the Prometheus Operator's monitors),
+// and a test installs them when it wants that (testenv.InstallCRDs).
+var PlatformCRDs = []string{crds.Istio, crds.PrometheusOperator}
 
 // Options change what StartWith sets up.
 type Options struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -19,6 +20,7 @@ import (
 // CRD schemas (GIE, Gateway API, LWS, Istio's DestinationRule, the
 // Prometheus Operator's monitors) and the built-in types judge them.
 func TestIntegrationGoldenOutputsApply(t *testing.T) {
+	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
 	files := golden.Glob(t, "../../engine/testdata/*/expected.yaml")
 	presetOutputs := golden.Glob(t, "../../presets/*/expected.yaml")
 	files = append(append(files, presetOutputs...), "../../internal/cli/testdata/examples.yaml")

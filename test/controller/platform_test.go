@@ -1,0 +1,143 @@
+package controllertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+// unstructuredOf returns a function that makes empty objects of a kind the
+// test has no Go types for.
+func unstructuredOf(group, version, kind string) func() client.Object {
+	return func() client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		return u
+	}
+}
+
+var (
+	destinationRule  = unstructuredOf("networking.istio.io", "v1", "DestinationRule")
+	backendTLSPolicy = unstructuredOf("gateway.networking.k8s.io", "v1", "BackendTLSPolicy")
+	podMonitor       = unstructuredOf("monitoring.coreos.com", "v1", "PodMonitor")
+	serviceMonitor   = unstructuredOf("monitoring.coreos.com", "v1", "ServiceMonitor")
+)
+
+// gatewayClass creates a GatewayClass of controller and deletes it when
+// the test ends.
+func (e *env) gatewayClass(name, controllerName string) {
+	e.t.Helper()
+	gc := &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controllerName)},
+	}
+	e.must(e.c.Create(context.Background(), gc))
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), gc) })
+}
+
+// TestPlatformKindsAppearAfterStart runs the controller on a cluster with
+// an Istio gateway but neither Istio's DestinationRule CRD nor the
+// Prometheus Operator's, then installs them: with no restart, the service
+// gets its DestinationRules (the shadow Service's once Istio makes it) and
+// its monitors, each owned by the service, and the steady state writes
+// nothing. Stopping the service deletes them all, the metrics reader's
+// ClusterRoleBinding included; deleting the service deletes that binding
+// again through the finalizer.
+func TestPlatformKindsAppearAfterStart(t *testing.T) {
+	ctx := context.Background()
+	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
+	class := "istio-" + e.ns
+	e.gatewayClass(class, "istio.io/gateway-controller")
+	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	e.create(simulator)
+	e.waitReady("sim")
+
+	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
+	rules := []string{"sim-kserve-scheduler", "sim-kserve-workload-svc"}
+	e.waitExists(destinationRule, rules...)
+	e.waitExists(podMonitor, "sim-kserve-llmisvc-engine")
+	e.waitExists(serviceMonitor, "sim-kserve-llmisvc-scheduler")
+	e.waitExists(serviceAccount, "sim-kserve-metrics-reader")
+	e.waitExists(secret, "sim-kserve-metrics-reader")
+	e.waitExists(clusterBinding, e.ns+"-sim-kserve-metrics-reader")
+	if e.exists(destinationRule(), "sim-kserve-shadow-svc") {
+		t.Error("a DestinationRule for the shadow Service before Istio made it")
+	}
+
+	// Istio makes its Service for the pool: its DestinationRule follows.
+	shadow := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: e.ns, Name: "sim-inference-pool-ip-0a1b2c3d",
+			Labels: map[string]string{"istio.io/inferencepool-name": "sim-inference-pool"},
+		},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 54321}}},
+	}
+	e.must(e.c.Create(ctx, shadow))
+	e.waitExists(destinationRule, "sim-kserve-shadow-svc")
+
+	dr := destinationRule().(*unstructured.Unstructured)
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-shadow-svc"}, dr))
+	host, _, _ := unstructured.NestedString(dr.Object, "spec", "host")
+	tls, _, _ := unstructured.NestedMap(dr.Object, "spec", "trafficPolicy", "tls")
+	workload := "sim-kserve-workload-svc." + e.ns + ".svc.cluster.local"
+	if want := shadow.Name + "." + e.ns + ".svc.cluster.local"; host != want {
+		t.Errorf("shadow DestinationRule host %q, want %q", host, want)
+	}
+	if tls["mode"] != "SIMPLE" || tls["sni"] != workload || tls["credentialName"] != "odh-serving-ca-bundle" || tls["insecureSkipVerify"] != nil {
+		t.Errorf("shadow DestinationRule tls %v: want SIMPLE, SNI %s and our CA, never insecureSkipVerify", tls, workload)
+	}
+	svc := e.service("sim")
+	for _, c := range []struct {
+		obj  func() client.Object
+		name string
+	}{
+		{destinationRule, "sim-kserve-scheduler"}, {destinationRule, "sim-kserve-workload-svc"}, {destinationRule, "sim-kserve-shadow-svc"},
+		{podMonitor, "sim-kserve-llmisvc-engine"}, {serviceMonitor, "sim-kserve-llmisvc-scheduler"},
+		{serviceAccount, "sim-kserve-metrics-reader"}, {secret, "sim-kserve-metrics-reader"},
+	} {
+		o := c.obj()
+		e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: c.name}, o))
+		if ref := metav1.GetControllerOf(o); ref == nil || ref.UID != svc.UID {
+			t.Errorf("%T %s is not controlled by the service, so it would not go with it: %v", o, c.name, o.GetOwnerReferences())
+		}
+	}
+	e.assertSteadyState()
+
+	// Stopped: every one of them goes.
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) {
+		s.Annotations = map[string]string{"serving.kserve.io/stop": "true"}
+	})
+	e.waitGone(destinationRule, append(rules, "sim-kserve-shadow-svc")...)
+	e.waitGone(podMonitor, "sim-kserve-llmisvc-engine")
+	e.waitGone(serviceMonitor, "sim-kserve-llmisvc-scheduler")
+	e.waitGone(serviceAccount, "sim-kserve-metrics-reader")
+	e.waitGone(secret, "sim-kserve-metrics-reader")
+	e.waitGone(clusterBinding, e.ns+"-sim-kserve-metrics-reader")
+
+	// Started again, then deleted: the finalizer takes the binding, which
+	// no owner reference reaches.
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) { delete(s.Annotations, "serving.kserve.io/stop") })
+	e.waitExists(clusterBinding, e.ns+"-sim-kserve-metrics-reader")
+	e.waitExists(destinationRule, rules...)
+	e.must(e.c.Delete(ctx, e.service("sim")))
+	e.waitGone(clusterBinding, e.ns+"-sim-kserve-metrics-reader")
+	testenv.Eventually(t, "the service is gone", func() error {
+		if e.exists(&v1alpha2.LLMInferenceService{}, "sim") {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+}
