@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // controllerClient acts as the controller's ServiceAccount in namespace.
@@ -34,9 +37,16 @@ func controllerClient(t *testing.T, namespace string) client.Client {
 // webhook CA, and nothing beyond the namespaces it watches.
 func checkControllerRights(t *testing.T, namespace string) {
 	t.Helper()
-	stream := helm.Must(t, "template", "odh-serving", chartDir, "--namespace", namespace, "-f", ciValues(t, chartDir)["services"],
-		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
-		"--post-renderer-args=--namespace="+namespace, "--post-renderer-args=--system-namespace="+namespace)
+	// With what the controller renders for Istio's gateways, for Envoy
+	// Gateway's and kgateway's, and where the Prometheus Operator is.
+	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
+	var stream string
+	for _, gatewayTLS := range []string{"istio", "backend-tls-policy"} {
+		stream += helm.Must(t, "template", "odh-serving", chartDir, "--namespace", namespace, "-f", ciValues(t, chartDir)["services"],
+			"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
+			"--post-renderer-args=--namespace="+namespace, "--post-renderer-args=--system-namespace="+namespace,
+			"--post-renderer-args=--monitoring", "--post-renderer-args=--gateway-tls="+gatewayTLS) + "\n---\n"
+	}
 	c := controllerClient(t, namespace)
 	apply := func(obj *unstructured.Unstructured, opts ...client.PatchOption) error {
 		return c.Patch(t.Context(), obj, client.Apply, append(opts, client.ForceOwnership, client.FieldOwner("odh-serving"))...)
