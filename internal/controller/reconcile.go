@@ -189,6 +189,10 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		}
 		return minPositive(p.decision.RequeueAfter, certRequeue), r.observe(ctx, p)
 	}
+	if err := r.publishCA(ctx, p); err != nil {
+		p.failed(false, err)
+		return 0, err
+	}
 	if err := r.applyAll(ctx, p); err != nil {
 		if onlyNotControlled(err) {
 			// Someone else's object holds a child's name. Its removal sends

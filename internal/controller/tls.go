@@ -1,14 +1,19 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // ensureTLS keeps the self-signed serving secret the presets mount, with
@@ -56,4 +61,106 @@ func (r *Reconciler) deleteOwnedSecret(ctx context.Context, svc *v1alpha2.LLMInf
 		return nil
 	}
 	return r.deleteChild(ctx, s, k)
+}
+
+// publishCA puts the CA bundle, in the self-signed mode, where the gateways
+// read it: the Secret convention.CABundleName in the namespace of each
+// gateway the service's routes attach to, for the DestinationRules'
+// credentialName (Istio reads it from the proxy's namespace only), and the
+// ConfigMap of that name in the service's namespace, for the
+// BackendTLSPolicies. Both hold only the public CA certificate and are
+// shared by every service there, so no service owns them and they stay.
+// They are written only when missing or when the CA changed.
+func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
+	if r.authority == nil {
+		return nil
+	}
+	var secret, configMap bool
+	for _, u := range p.children {
+		switch u.GroupVersionKind() {
+		case gvkDestinationRule:
+			secret = true
+		case gvkBackendTLSPolicy:
+			configMap = true
+		}
+	}
+	if !secret && !configMap {
+		return nil
+	}
+	bundle, err := r.authority.Bundle(ctx, r.client, p.now)
+	if err != nil {
+		return fmt.Errorf("CA bundle for the gateways: %w", err)
+	}
+	if configMap {
+		if err := r.putCA(ctx, &corev1.ConfigMap{}, p.svc.Namespace, bundle); err != nil {
+			return err
+		}
+	}
+	if !secret {
+		return nil
+	}
+	parents, err := r.routeParents(ctx, p)
+	if err != nil {
+		return err
+	}
+	var namespaces []string
+	for _, g := range parents {
+		if !slices.Contains(namespaces, g.Namespace) {
+			namespaces = append(namespaces, g.Namespace)
+		}
+	}
+	for _, ns := range namespaces {
+		if !r.caches(ns) {
+			continue // a gateway outside the namespaces it may write: docs/tls.md
+		}
+		if err := r.putCA(ctx, &corev1.Secret{}, ns, bundle); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putCA writes bundle under convention.CABundleKey into obj (an empty
+// Secret or ConfigMap) named convention.CABundleName in namespace, unless
+// it holds it already.
+func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace string, bundle []byte) error {
+	key := types.NamespacedName{Namespace: namespace, Name: convention.CABundleName}
+	found, err := r.getOptional(ctx, key, obj)
+	if err != nil {
+		return err
+	}
+	var current []byte
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		current = o.Data[convention.CABundleKey]
+	case *corev1.ConfigMap:
+		current = []byte(o.Data[convention.CABundleKey])
+	}
+	if found && bytes.Equal(current, bundle) {
+		return nil
+	}
+	var desired client.Object
+	meta := metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}}
+	if _, ok := obj.(*corev1.Secret); ok {
+		desired = &corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta,
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{convention.CABundleKey: bundle},
+		}
+	} else {
+		desired = &corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
+			Data: map[string]string{convention.CABundleKey: string(bundle)},
+		}
+	}
+	if err := r.client.Patch(ctx, desired, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write the CA bundle %T %s: %w", desired, key, err)
+	}
+	return nil
+}
+
+// caches reports whether the controller caches, and may write, namespace.
+func (r *Reconciler) caches(namespace string) bool {
+	o := r.opts
+	return len(o.WatchNamespaces) == 0 || slices.Contains(o.WatchNamespaces, namespace) ||
+		namespace == o.SystemNamespace || namespace == o.IngressGatewayNamespace || namespace == o.InternalGatewayNamespace
 }

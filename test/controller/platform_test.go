@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,6 +100,14 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	if tls["mode"] != "SIMPLE" || tls["sni"] != workload || tls["credentialName"] != "odh-serving-ca-bundle" || tls["insecureSkipVerify"] != nil {
 		t.Errorf("shadow DestinationRule tls %v: want SIMPLE, SNI %s and our CA, never insecureSkipVerify", tls, workload)
 	}
+	// The gateway's namespace holds the CA the DestinationRules name.
+	ca := &corev1.Secret{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.sys, Name: "odh-serving-ca-bundle"}, ca))
+	tlsSecret := &corev1.Secret{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-self-signed-certs"}, tlsSecret))
+	if len(ca.Data["ca.crt"]) == 0 || string(ca.Data["ca.crt"]) != string(tlsSecret.Data["ca.crt"]) || len(ca.Data) != 1 {
+		t.Errorf("the gateway's CA bundle holds %d keys, want only ca.crt, the serving certificates' CA", len(ca.Data))
+	}
 	svc := e.service("sim")
 	for _, c := range []struct {
 		obj  func() client.Object
@@ -140,4 +149,34 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBackendTLSPolicyOnEnvoyGateway attaches a service to an Envoy
+// Gateway: it gets BackendTLSPolicies for its workload Service (and pool)
+// and its endpoint picker, naming the CA bundle ConfigMap the controller
+// keeps in its namespace, and no DestinationRule.
+func TestBackendTLSPolicyOnEnvoyGateway(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	class := "envoy-" + e.ns
+	e.gatewayClass(class, "gateway.envoyproxy.io/gatewayclass-controller")
+	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	e.create(simulator)
+	e.waitExists(backendTLSPolicy, "sim-kserve-scheduler", "sim-kserve-workload-svc")
+	e.waitReady("sim")
+
+	policy := backendTLSPolicy().(*unstructured.Unstructured)
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "sim-kserve-workload-svc"}, policy))
+	hostname, _, _ := unstructured.NestedString(policy.Object, "spec", "validation", "hostname")
+	if want := "sim-kserve-workload-svc." + e.ns + ".svc.cluster.local"; hostname != want {
+		t.Errorf("BackendTLSPolicy hostname %q, want %q", hostname, want)
+	}
+	cm := &corev1.ConfigMap{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "odh-serving-ca-bundle"}, cm))
+	if cm.Data["ca.crt"] == "" {
+		t.Error("the CA bundle ConfigMap has no ca.crt")
+	}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.sys, Name: "odh-serving-ca-bundle"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a CA bundle Secret for a gateway that is not Istio's: %v", err)
+	}
 }
