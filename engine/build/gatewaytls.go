@@ -33,8 +33,8 @@ func (b *builder) gatewayTLS() {
 	if b.spec.Router == nil || b.opts.GatewayTLS == "" || b.opts.GatewayTLS == GatewayTLSNone {
 		return
 	}
-	workload := b.built("Service", b.names.workloadService)
-	epp := b.built("Service", b.names.eppService)
+	workload := b.builtService(b.names.workloadService)
+	epp := b.builtService(b.names.eppService)
 	pool := b.builtIn(GroupPoolV1, "InferencePool", b.names.pool)
 	workloadHost := b.host(b.names.workloadService)
 	switch b.opts.GatewayTLS {
@@ -61,17 +61,10 @@ func (b *builder) gatewayTLS() {
 	}
 }
 
-// built reports whether a child of kind named name was built.
-func (b *builder) built(kind, name string) bool {
-	for _, o := range b.out {
-		if o.GetObjectKind().GroupVersionKind().Kind == kind && o.GetName() == name {
-			return true
-		}
-	}
-	return false
-}
+// builtService reports whether a Service named name was built.
+func (b *builder) builtService(name string) bool { return b.builtIn("", "Service", name) }
 
-// builtIn is built for a kind of group.
+// builtIn reports whether a child of group and kind named name was built.
 func (b *builder) builtIn(group, kind, name string) bool {
 	for _, o := range b.out {
 		gvk := o.GetObjectKind().GroupVersionKind()

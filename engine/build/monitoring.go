@@ -35,10 +35,10 @@ func (b *builder) monitors() {
 	if !b.opts.Monitoring {
 		return
 	}
-	if b.built("Service", b.names.workloadService) {
+	if b.builtService(b.names.workloadService) {
 		b.add(b.engineMonitor())
 	}
-	if b.built("Service", b.names.eppService) && b.eppHasMetricsPort() {
+	if b.builtService(b.names.eppService) && b.eppHasMetricsPort() {
 		b.add(b.metricsReader()...)
 		b.add(b.eppMonitor())
 	}

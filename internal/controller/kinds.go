@@ -110,8 +110,9 @@ var childKinds = []kind{
 	{gvk: gvkPoolV1, crd: crdPoolV1},
 	{gvk: gvkPoolV1alpha2, crd: crdPoolV1alpha2},
 	{gvk: gvkHTTPRoute, crd: crdHTTPRoute},
-	// Rendered only while their CRDs are served (platformOf): never
-	// CRDMissing.
+	// Rendered only while their CRDs are usable (Reconciler.monitoring and
+	// gatewayTLS): never CRDMissing. Secrets are the metrics readers'
+	// tokens; the cache holds only those labelled managed-by.
 	{gvk: gvkSecret},
 	{gvk: gvkDestinationRule, crd: crdDestinationRule},
 	{gvk: gvkBackendTLSPolicy, crd: crdBackendTLSPolicy},

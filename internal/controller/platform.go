@@ -48,10 +48,13 @@ func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (build.GatewayTLS,
 	for _, key := range parents {
 		gw := &gatewayv1.Gateway{}
 		ok, err := r.getOptional(ctx, key, gw)
-		if err != nil || !ok {
-			if err != nil {
-				return "", "", err
-			}
+		if err != nil {
+			// A Gateway the cache does not reach (outside the watched
+			// namespaces) says nothing; the route's status tells of it.
+			ctrl.LoggerFrom(ctx).V(1).Info("a route's gateway cannot be read; no TLS for it", "gateway", key, "reason", err.Error())
+			continue
+		}
+		if !ok {
 			continue
 		}
 		if !r.kinds.hasCRD(crdGatewayClass) {

@@ -20,21 +20,21 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// unstructuredOf returns a function that makes empty objects of a kind the
-// test has no Go types for.
-func unstructuredOf(group, version, kind string) func() client.Object {
+// unstructuredOf returns a function that makes empty objects of a kind
+// (of a v1 API) the test has no Go types for.
+func unstructuredOf(group, kind string) func() client.Object {
 	return func() client.Object {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind})
 		return u
 	}
 }
 
 var (
-	destinationRule  = unstructuredOf("networking.istio.io", "v1", "DestinationRule")
-	backendTLSPolicy = unstructuredOf("gateway.networking.k8s.io", "v1", "BackendTLSPolicy")
-	podMonitor       = unstructuredOf("monitoring.coreos.com", "v1", "PodMonitor")
-	serviceMonitor   = unstructuredOf("monitoring.coreos.com", "v1", "ServiceMonitor")
+	destinationRule  = unstructuredOf("networking.istio.io", "DestinationRule")
+	backendTLSPolicy = unstructuredOf("gateway.networking.k8s.io", "BackendTLSPolicy")
+	podMonitor       = unstructuredOf("monitoring.coreos.com", "PodMonitor")
+	serviceMonitor   = unstructuredOf("monitoring.coreos.com", "ServiceMonitor")
 )
 
 // gatewayClass creates a GatewayClass of controller and deletes it when

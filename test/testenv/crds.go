@@ -63,6 +63,6 @@ func removeCRD(tb testing.TB, c client.Client, name string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 }
