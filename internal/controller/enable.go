@@ -55,6 +55,11 @@ func (e *enabler) wanted() []string {
 		if (crd == crdPodMonitor || crd == crdServiceMonitor) && !e.r.opts.monitoring() {
 			continue
 		}
+		// In static mode Helm renders the children: what tells gateways to
+		// originate TLS is not the controller's to decide.
+		if (crd == crdGatewayClass || crd == crdDestinationRule || crd == crdBackendTLSPolicy) && e.r.opts.StaticMode {
+			continue
+		}
 		out = append(out, crd)
 	}
 	slices.Sort(out)
