@@ -104,8 +104,6 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			// Secrets are many and sensitive: only ours (serving
 			// certificates and the CA carry managed-by).
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{certs.LabelManagedBy: certs.ManagedBy})},
-			// ConfigMaps likewise: only the CA bundles it publishes.
-			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{certs.LabelManagedBy: certs.ManagedBy})},
 			// Cluster-scoped children carry the engine's part-of label.
 			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{build.LabelPartOf: build.PartOf})},
 		},

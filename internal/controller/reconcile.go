@@ -68,6 +68,9 @@ type Reconciler struct {
 	recorder record.EventRecorder
 	// requeue takes services to reconcile again, e.g. when a CRD appears.
 	requeue chan event.GenericEvent
+	// published remembers the CA bundle ConfigMaps known to hold the
+	// bundle (publishCA), which the cache does not hold.
+	published publishedCA
 }
 
 // pass is one reconcile of one service.

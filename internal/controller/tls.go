@@ -3,11 +3,14 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,10 +94,11 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 	if err != nil {
 		return fmt.Errorf("CA bundle for the gateways: %w", err)
 	}
-	if configMap {
+	if configMap && !r.published.fresh(p.svc.Namespace, bundle, p.now) {
 		if err := r.putCA(ctx, &corev1.ConfigMap{}, p.svc.Namespace, bundle); err != nil {
 			return err
 		}
+		r.published.record(p.svc.Namespace, bundle, p.now)
 	}
 	if !secret {
 		return nil
@@ -125,9 +129,16 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 // it holds it already.
 func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace string, bundle []byte) error {
 	key := types.NamespacedName{Namespace: namespace, Name: convention.CABundleName}
-	found, err := r.getOptional(ctx, key, obj)
-	if err != nil {
-		return err
+	// The cache holds Secrets labelled managed-by, not ConfigMaps: those
+	// are read from the API server, when publishedCA does not know them.
+	var reader client.Reader = r.client
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		reader = r.apiReader
+	}
+	err := reader.Get(ctx, key, obj)
+	found := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get the CA bundle %T %s: %w", obj, key, err)
 	}
 	var current []byte
 	switch o := obj.(type) {
@@ -163,4 +174,37 @@ func (r *Reconciler) caches(namespace string) bool {
 	o := r.opts
 	return len(o.WatchNamespaces) == 0 || slices.Contains(o.WatchNamespaces, namespace) ||
 		namespace == o.SystemNamespace || namespace == o.IngressGatewayNamespace || namespace == o.InternalGatewayNamespace
+}
+
+// publishedCA remembers, by namespace, the CA bundle a ConfigMap was last
+// seen or written with, so a steady state reads it from the API server only
+// every publishedCheck, and a bundle deleted by hand comes back by then.
+type publishedCA struct {
+	mu   sync.Mutex
+	seen map[string]publishedBundle
+}
+
+type publishedBundle struct {
+	sum [sha256.Size]byte
+	at  time.Time
+}
+
+// publishedCheck is how long a ConfigMap known to hold the bundle is not
+// read again.
+const publishedCheck = 10 * time.Minute
+
+func (c *publishedCA) fresh(namespace string, bundle []byte, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.seen[namespace]
+	return ok && b.sum == sha256.Sum256(bundle) && now.Sub(b.at) < publishedCheck
+}
+
+func (c *publishedCA) record(namespace string, bundle []byte, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]publishedBundle{}
+	}
+	c.seen[namespace] = publishedBundle{sum: sha256.Sum256(bundle), at: now}
 }

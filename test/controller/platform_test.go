@@ -154,10 +154,11 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 // TestBackendTLSPolicyOnEnvoyGateway attaches a service to an Envoy
 // Gateway: it gets BackendTLSPolicies for its workload Service (and pool)
 // and its endpoint picker, naming the CA bundle ConfigMap the controller
-// keeps in its namespace, and no DestinationRule.
+// keeps in its namespace, and no DestinationRule; the steady state writes
+// nothing.
 func TestBackendTLSPolicyOnEnvoyGateway(t *testing.T) {
 	ctx := context.Background()
-	e := start(t)
+	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
 	class := "envoy-" + e.ns
 	e.gatewayClass(class, "gateway.envoyproxy.io/gatewayclass-controller")
 	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
@@ -179,4 +180,5 @@ func TestBackendTLSPolicyOnEnvoyGateway(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.sys, Name: "odh-serving-ca-bundle"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a CA bundle Secret for a gateway that is not Istio's: %v", err)
 	}
+	e.assertSteadyState()
 }
