@@ -74,6 +74,9 @@ var optionFlags = map[string]string{
 	"internalGateway": "--internal-gateway-name",
 	"imageRegistry":   "--image-registry",
 	"ociModelSource":  "--oci-model-source",
+	// tiers is not a flag: render reads the tier list from the ConfigMap
+	// tier-to-group-mapping in its input (see tiersInput).
+	"tierNamespacePrefix": "--tier-namespace-prefix",
 }
 
 // caseFlags turns a golden case's options.yaml into render flags.
@@ -92,6 +95,10 @@ func caseFlags(t *testing.T, dir string) []string {
 	}
 	var flags []string
 	for _, key := range slices.Sorted(maps.Keys(opts)) {
+		if key == "tiers" {
+			flags = append(flags, "-f", tiersInput(t, opts[key]))
+			continue
+		}
 		flag, ok := optionFlags[key]
 		if !ok {
 			t.Fatalf("%s/options.yaml: no render flag known for %q; add it to optionFlags", dir, key)
@@ -99,6 +106,27 @@ func caseFlags(t *testing.T, dir string) []string {
 		flags = append(flags, flag, opts[key])
 	}
 	return flags
+}
+
+// tiersInput writes the ConfigMap tier-to-group-mapping holding a golden
+// case's tiers option, for render to read beside the service.
+func tiersInput(t *testing.T, tiers string) string {
+	t.Helper()
+	cm := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]any{"name": "tier-to-group-mapping"},
+		"data":       map[string]string{"tiers": tiers},
+	}
+	raw, err := yaml.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiers.yaml")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // parseExplain reads render --explain's "# ns/name: the layer each field
