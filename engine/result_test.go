@@ -266,3 +266,70 @@ func TestShapeIsTheServiceWithItsBaseRefs(t *testing.T) {
 		t.Error("without baseRefs the shape is the service's own spec")
 	}
 }
+
+// TestWithPlatform builds one plan for each gateway TLS: the plan itself
+// is not changed, the DestinationRules or BackendTLSPolicies and the
+// monitors come last (wave 2, after the Services they name; the metrics
+// reader's token Secret in wave 0), and a stopped service gets none.
+func TestWithPlatform(t *testing.T) {
+	plan, svc := prepareCase(t, "cpu-single")
+	kinds := func(res *engine.Result, role engine.Role) []string {
+		var out []string
+		for i, c := range res.Children {
+			if c.Role == role {
+				want := 2
+				if res.Objects[i].GetObjectKind().GroupVersionKind().Kind == "Secret" {
+					want = 0 // the token Secret comes with the ServiceAccount it names
+				}
+				if c.Wave != want {
+					t.Errorf("%s %s in wave %d, want %d", res.Objects[i].GetObjectKind().GroupVersionKind().Kind, res.Objects[i].GetName(), c.Wave, want)
+				}
+				out = append(out, res.Objects[i].GetObjectKind().GroupVersionKind().Kind+"/"+res.Objects[i].GetName())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		tls        build.GatewayTLS
+		shadow     string
+		want, mons []string
+	}{
+		{build.GatewayTLSNone, "", nil, nil},
+		{build.GatewayTLSIstio, "", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-workload-svc"}, nil},
+		{build.GatewayTLSIstio, "sim-inference-pool-ip-1", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-shadow-svc", "DestinationRule/sim-kserve-workload-svc"}, nil},
+		{build.GatewayTLSBackendTLSPolicy, "", []string{"BackendTLSPolicy/sim-kserve-scheduler", "BackendTLSPolicy/sim-kserve-workload-svc"},
+			[]string{"PodMonitor/sim-kserve-llmisvc-engine", "Secret/sim-kserve-metrics-reader", "ServiceMonitor/sim-kserve-llmisvc-scheduler"}},
+	} {
+		res, err := plan.WithPlatform(c.tls, c.shadow, c.mons != nil).Build("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kinds(res, engine.RoleGatewayTLS); !slices.Equal(got, c.want) {
+			t.Errorf("%s: gateway TLS children %v, want %v", c.tls, got, c.want)
+		}
+		if got := kinds(res, engine.RoleMonitor); !slices.Equal(got, c.mons) {
+			t.Errorf("%s: monitors %v, want %v", c.tls, got, c.mons)
+		}
+	}
+	res, err := plan.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(res, engine.RoleGatewayTLS); len(got) > 0 {
+		t.Errorf("the plan itself changed: %v", got)
+	}
+
+	svc.Annotations = map[string]string{build.AnnotationStop: "true"}
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := engine.Prepare(t.Context(), svc, testCatalog(t, nil), engine.Options{Images: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := stopped.WithPlatform(build.GatewayTLSIstio, "x", true).Build(""); err != nil || len(res.Objects) > 0 {
+		t.Errorf("a stopped service got %d children (%v)", len(res.Objects), err)
+	}
+}
