@@ -3,6 +3,7 @@
 #   presets/<name>/preset.yaml -> charts/odh-serving/files/presets/<name>.yaml
 #   presets/images.yaml        -> charts/odh-serving/files/presets/images.yaml
 #   api/crds (ours, GIE, Gateway API, LWS) -> charts/odh-serving-crds/files/<set>/
+#                                 (Gateway API and LWS without descriptions)
 #   VERSION                    -> version and appVersion of both Chart.yaml
 #                                 (the controller image's tag defaults to appVersion)
 # The templates emit these files with .Files.Get, so Helm never interprets
@@ -36,4 +37,7 @@ cp api/crds/thirdparty/gie/*.yaml "$crds/gie/"
 cp api/crds/thirdparty/gateway-api/*.yaml "$crds/gateway-api/"
 cp api/crds/thirdparty/lws/*.yaml "$crds/lws/"
 cp api/crds/thirdparty/VERSIONS "$crds/VERSIONS"
+# Helm keeps a release, with its chart's files, in one Secret of at most 1 MiB:
+# the chart's Gateway API and LWS CRDs go without descriptions (hack/crdschemas).
+CGO_ENABLED=0 go run ./hack/crdschemas -slim "$crds"/gateway-api/*.yaml "$crds"/lws/*.yaml
 chmod -R u+w "$presets" "$crds"

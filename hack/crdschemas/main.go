@@ -5,6 +5,15 @@
 // after writing the CRDs, and `make verify` fails when it drifts:
 //
 //	go run ./hack/crdschemas
+//
+// With -slim it instead rewrites the CRD files it is given without their
+// schemas' descriptions. hack/chart-sync.sh slims the chart's copies of the
+// Gateway API and LeaderWorkerSet CRDs: Helm keeps a release, with every file
+// of its chart, in one Secret of at most 1 MiB, and with their descriptions
+// those two sets alone fill it (LWS's pod templates are 1.3 MB of YAML).
+// Validation is unchanged; only `kubectl explain` has less to say.
+//
+//	go run ./hack/crdschemas -slim FILE...
 package main
 
 import (
@@ -23,6 +32,15 @@ var crds = map[string]string{
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-slim" {
+		for _, file := range os.Args[2:] {
+			if err := slim(file); err != nil {
+				fmt.Fprintln(os.Stderr, "crdschemas -slim:", err)
+				os.Exit(1)
+			}
+		}
+		return
+	}
 	if err := run(filepath.Join("api", "crds")); err != nil {
 		fmt.Fprintln(os.Stderr, "crdschemas:", err)
 		os.Exit(1)
@@ -63,6 +81,35 @@ func run(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "serving-schemas.json"), append(js, '\n'), 0o644)
+}
+
+// slim rewrites the CRD in file without the descriptions of its versions'
+// schemas.
+func slim(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	if len(versions) == 0 {
+		return fmt.Errorf("%s: not a CustomResourceDefinition with spec.versions", file)
+	}
+	for _, v := range versions {
+		schema, _ := v.(map[string]any)["schema"].(map[string]any)
+		if root, ok := schema["openAPIV3Schema"].(map[string]any); ok {
+			stripDescriptions(root)
+		}
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return os.WriteFile(file, append([]byte("---\n"), out...), 0o644)
 }
 
 // stripDescriptions removes the description of a schema node and of every
