@@ -23,7 +23,7 @@ import (
 // +kubebuilder:rbac:groups=networking.istio.io,resources=destinationrules,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors;servicemonitors,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=kserve-metrics-reader-cluster-role
+// +kubebuilder:rbac:urls=/metrics,verbs=get
 
 // monitoring reports whether services get monitors now.
 func (r *Reconciler) monitoring() bool {

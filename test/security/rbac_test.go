@@ -16,6 +16,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -35,6 +36,9 @@ var clusterScopedGrants = map[string]string{
 	"authentication.k8s.io/tokenreviews": "the controller's metrics endpoint authenticates its callers; and the controller must " +
 		"hold the rights of system:auth-delegator to bind endpoint pickers to it without the bind verb",
 	"authorization.k8s.io/subjectaccessreviews": "as tokenreviews: authorizing metrics callers, and holding what it binds",
+	"gateway.networking.k8s.io/gatewayclasses": "which implementation runs a route's gateway decides what tells it to " +
+		"originate TLS (DestinationRules for Istio's, BackendTLSPolicies for Envoy Gateway's and kgateway's); " +
+		"GatewayClasses are cluster-scoped; read-only",
 	"apiregistration.k8s.io/apiservices": "maas.enabled with self-signed certificates: the controller injects its CA " +
 		"into the APIService v1alpha1.modelserving.opendatahub.io (limited by resourceNames); APIServices are cluster-scoped",
 	"modelserving.opendatahub.io/tierreviews": "maas.enabled: the gateway's policy engine asks which tier a caller has; " +
@@ -69,11 +73,14 @@ const allNamespaces = "watchNamespaces is empty: the controller reconciles servi
 var boundClusterRoles = map[string]string{
 	"system:auth-delegator": "the endpoint picker checks who calls its metrics endpoint with TokenReview and " +
 		"SubjectAccessReview, which are cluster-scoped",
+	"kserve-metrics-reader-cluster-role": "the service's metrics reader, whose token its ServiceMonitor sends, may get " +
+		"the endpoint picker's /metrics, a non-resource URL that only a ClusterRoleBinding can grant",
 }
 
 // knownNamespaced are resources of APIs the control plane does not serve.
 var knownNamespaced = []string{
 	"llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites", "inference.networking.x-k8s.io/inferencemodelrewrites",
+	"keda.sh/scaledobjects",
 }
 
 // TestRBACChildren checks the RBAC the engine renders for every golden
@@ -134,6 +141,9 @@ func TestRBACChart(t *testing.T) {
 	}
 	renders = append(renders, render{name: "watchNamespaces", args: []string{"--set", "watchNamespaces={team-a,team-b}"}})
 	t.Logf("namespaced rights in the ClusterRole are allowed while %s", allNamespaces)
+	// The scopes of Istio's and the Prometheus Operator's kinds come from
+	// their CRDs.
+	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
 	mapper := cp.Client.RESTMapper()
 	used := map[string]bool{}
 	for _, r := range renders {

@@ -2,6 +2,7 @@ package security
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -74,6 +75,10 @@ var optionFlags = map[string]string{
 	"internalGateway": "--internal-gateway-name",
 	"imageRegistry":   "--image-registry",
 	"ociModelSource":  "--oci-model-source",
+	// What the controller learns from the cluster (engine.AddPlatformFlags).
+	"gatewayTLS":         "--gateway-tls",
+	"istioShadowService": "--istio-shadow-service",
+	"monitoring":         "--monitoring",
 	// tiers is not a flag: render reads the tier list from the ConfigMap
 	// tier-to-group-mapping in its input (see tiersInput).
 	"tierNamespacePrefix": "--tier-namespace-prefix",
@@ -89,21 +94,23 @@ func caseFlags(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opts map[string]string
+	var opts map[string]any
 	if err := yaml.Unmarshal(raw, &opts); err != nil {
 		t.Fatalf("%s/options.yaml: %v", dir, err)
 	}
 	var flags []string
 	for _, key := range slices.Sorted(maps.Keys(opts)) {
+		value := fmt.Sprint(opts[key])
 		if key == "tiers" {
-			flags = append(flags, "-f", tiersInput(t, opts[key]))
+			flags = append(flags, "-f", tiersInput(t, value))
 			continue
 		}
 		flag, ok := optionFlags[key]
 		if !ok {
 			t.Fatalf("%s/options.yaml: no render flag known for %q; add it to optionFlags", dir, key)
 		}
-		flags = append(flags, flag, opts[key])
+		// flag=value: a boolean flag takes its value no other way.
+		flags = append(flags, flag+"="+value)
 	}
 	return flags
 }
