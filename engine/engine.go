@@ -82,6 +82,14 @@ type Options struct {
 	// servers and the endpoint picker. The controller turns it on when
 	// monitoring.coreos.com is served, unless told not to.
 	Monitoring bool
+	// WithoutKEDA says KEDA's CRDs are not served where the children go:
+	// the ScaledObjects that wva.keda and keda ask for are left out, and
+	// Result.Autoscalers says so. The controller sets it from its watch of
+	// the CRD; render and post-render from --keda=false.
+	WithoutKEDA bool
+	// Prometheus is the Prometheus a ScaledObject under wva.keda queries
+	// for wva_desired_replicas, and how it authenticates.
+	Prometheus build.Prometheus
 }
 
 func (o Options) withDefaults() Options {
@@ -139,6 +147,15 @@ func (p *Plan) WithPlatform(tls build.GatewayTLS, istioShadowService string, mon
 	return &q
 }
 
+// WithKEDA returns a copy of p that builds for a cluster that does, or does
+// not, serve KEDA's ScaledObject CRD, as the controller's watch of it says
+// (Options.WithoutKEDA).
+func (p *Plan) WithKEDA(served bool) *Plan {
+	q := *p
+	q.opts.WithoutKEDA = !served
+	return &q
+}
+
 // Build builds the children of a prepared service for the migration phase
 // (empty: the Options' phase). It does not change p, so one plan can be
 // built for several phases.
@@ -147,13 +164,19 @@ func (p *Plan) Build(phase build.Phase) (*Result, error) {
 		phase = p.opts.Phase
 	}
 	opts := p.opts
-	children, err := build.Children(p.svc, p.Spec, build.Options{
+	bopts := build.Options{
 		Phase: phase, StorageInitializerImage: opts.StorageInitializerImage, CertMode: opts.CertMode, CertIssuer: opts.CertIssuer,
 		OCIModelSource:  opts.OCIModelSource,
 		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
-	})
+		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus,
+	}
+	children, err := build.Children(p.svc, p.Spec, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", p.svc.Namespace, p.svc.Name, err)
+	}
+	autoscalers, err := build.Autoscalers(p.svc, p.Spec, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("render LLMInferenceService %s/%s: %w", p.svc.Namespace, p.svc.Name, err)
 	}
@@ -164,7 +187,7 @@ func (p *Plan) Build(phase build.Phase) (*Result, error) {
 		children = append(children, objs...)
 	}
 	sortObjects(children)
-	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children)), Access: access}
+	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children)), Access: access, Autoscalers: autoscalers}
 	for i, o := range children {
 		res.Children[i] = Child{Role: roleOf(p.Names, o), Wave: waveOf(o)}
 	}
@@ -296,6 +319,8 @@ var kindOrder = []struct {
 	{"Deployment", 1}, {"LeaderWorkerSet", 1},
 	{"InferencePool", 2}, {"HTTPRoute", 2},
 	{"DestinationRule", 2}, {"BackendTLSPolicy", 2}, {"PodMonitor", 2}, {"ServiceMonitor", 2},
+	// The actuators come after the workloads they scale.
+	{build.KindHPA, 2}, {build.KindScaledObject, 2},
 }
 
 func kindIndex(o build.Object) int {

@@ -34,6 +34,13 @@ type caseOptions struct {
 	GatewayTLS         string `json:"gatewayTLS"`
 	IstioShadowService string `json:"istioShadowService"`
 	Monitoring         bool   `json:"monitoring"`
+	// KEDA "false" renders as for a cluster without KEDA's CRDs.
+	KEDA string `json:"keda"`
+	// The Prometheus that ScaledObjects under wva.keda query.
+	PrometheusURL             string `json:"prometheusUrl"`
+	PrometheusAuthModes       string `json:"prometheusAuthModes"`
+	PrometheusTriggerAuthName string `json:"prometheusTriggerAuthName"`
+	PrometheusTriggerAuthKind string `json:"prometheusTriggerAuthKind"`
 }
 
 // renderCase renders every service in testdata/<name>/input.yaml with the
@@ -71,6 +78,9 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.GatewayTLS = build.GatewayTLS(opts.GatewayTLS)
 	eopts.IstioShadowService = opts.IstioShadowService
 	eopts.Monitoring = opts.Monitoring
+	eopts.WithoutKEDA = opts.KEDA == "false"
+	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
+		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -67,6 +69,9 @@ func (o Options) Validate() error {
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
 		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
 	}
+	if err := checkPrometheus(o.Prometheus); err != nil {
+		errs = append(errs, fmt.Errorf("field Prometheus: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -103,6 +108,65 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(newParsed(&o.ImageRegistry, "", func(s string) (string, error) { return s, CheckImageRegistry(s) }), "image-registry",
 		"a registry (host[:port][/path]) that replaces the registry of every image presets name by key and of the "+
 			"storage initializer, for clusters that pull through a mirror")
+	fs.StringVar(&o.Prometheus.URL, "prometheus-url", "",
+		"the Prometheus (or Thanos querier) address the KEDA ScaledObjects of spec.scaling.wva.keda query for wva_desired_replicas")
+	fs.StringVar(&o.Prometheus.AuthModes, "prometheus-auth-modes", "",
+		"KEDA's authModes for that Prometheus (bearer, basic, tls, ...); the credentials and CA come from --prometheus-trigger-auth-name")
+	fs.StringVar(&o.Prometheus.TriggerAuthName, "prometheus-trigger-auth-name", "",
+		"the TriggerAuthentication (or ClusterTriggerAuthentication) those ScaledObjects authenticate to Prometheus with")
+	fs.Var(newParsed(&o.Prometheus.TriggerAuthKind, "TriggerAuthentication", parseTriggerAuthKind), "prometheus-trigger-auth-kind",
+		"its kind: TriggerAuthentication (in the service's namespace) or ClusterTriggerAuthentication")
+	fs.BoolVar(&o.Prometheus.UnsafeSSL, "prometheus-unsafe-ssl", false,
+		"do not verify Prometheus's certificate (KEDA's unsafeSsl); give a CA through the TriggerAuthentication instead")
+}
+
+// invertedBool is a boolean flag that sets the negation of its value.
+type invertedBool struct{ dst *bool }
+
+func (b *invertedBool) String() string {
+	if b.dst == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.dst)
+}
+func (b *invertedBool) Type() string { return "bool" }
+
+func (b *invertedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.dst = !v
+	return nil
+}
+
+func parseTriggerAuthKind(s string) (string, error) {
+	switch s {
+	case "TriggerAuthentication", "ClusterTriggerAuthentication":
+		return s, nil
+	}
+	return "", fmt.Errorf("%q: want TriggerAuthentication or ClusterTriggerAuthentication", s)
+}
+
+// checkPrometheus checks the Prometheus settings: an http(s) address, and
+// authModes only with the authentication that carries the credentials.
+func checkPrometheus(p build.Prometheus) error {
+	var errs []error
+	if p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("URL %q: want an http:// or https:// address", p.URL))
+		}
+	}
+	if p.AuthModes != "" && p.TriggerAuthName == "" {
+		errs = append(errs, fmt.Errorf("AuthModes %q: needs TriggerAuthName, the authentication that carries the credentials", p.AuthModes))
+	}
+	if p.TriggerAuthKind != "" {
+		if _, err := parseTriggerAuthKind(p.TriggerAuthKind); err != nil {
+			errs = append(errs, fmt.Errorf("TriggerAuthKind %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // AddPhaseFlag registers --migration-phase for the commands that render
@@ -114,8 +178,9 @@ func (o *Options) AddPhaseFlag(fs *pflag.FlagSet) {
 
 // AddPlatformFlags registers, for the commands that render without a
 // cluster, what the controller otherwise learns from the cluster: what
-// tells the gateway to originate TLS (--gateway-tls) and whether to render
-// the monitors (--monitoring).
+// tells the gateway to originate TLS (--gateway-tls), whether to render
+// the monitors (--monitoring) and whether KEDA's CRDs are installed
+// (--keda).
 func (o *Options) AddPlatformFlags(fs *pflag.FlagSet) {
 	fs.Var(newParsed(&o.GatewayTLS, convention.GatewayTLSNone, convention.ParseGatewayTLS), "gateway-tls",
 		"what tells the gateway to originate TLS to the backends: none, istio (DestinationRules) or "+
@@ -124,6 +189,9 @@ func (o *Options) AddPlatformFlags(fs *pflag.FlagSet) {
 		"with --gateway-tls=istio: the Service Istio made for the pool (labelled istio.io/inferencepool-name), "+
 			"for its DestinationRule; empty: none")
 	fs.BoolVar(&o.Monitoring, "monitoring", false, "render Prometheus Operator monitors of the model servers and the endpoint picker")
+	fs.VarPF(&invertedBool{dst: &o.WithoutKEDA}, "keda", "",
+		"KEDA's CRDs are installed where the output goes: render the ScaledObjects spec.scaling asks for (--keda=false leaves them out)").
+		NoOptDefVal = "true"
 }
 
 // parsed is a flag whose value is checked when it is set, so a bad value

@@ -25,6 +25,10 @@ type Result struct {
 	// or why the tiers annotation could not be used; the access objects
 	// (RoleModelAccess) are then not among Objects.
 	Access build.Access
+	// Autoscalers are the actuators the scaling specs ask for, one per
+	// scaled workload, each with the workload it scales; one whose API is
+	// not served is listed as withheld and is not among the Objects.
+	Autoscalers []build.Autoscaler
 }
 
 // Child says what one rendered object is for and when it is applied.
@@ -76,6 +80,10 @@ const (
 	// RoleMonitor is a PodMonitor or ServiceMonitor, or the metrics
 	// reader's token Secret.
 	RoleMonitor Role = "monitor"
+	// RoleAutoscaler is the main workload's actuator (an HPA or a KEDA
+	// ScaledObject); RolePrefillAutoscaler the prefill workload's.
+	RoleAutoscaler        Role = "autoscaler"
+	RolePrefillAutoscaler Role = "prefill-autoscaler"
 )
 
 // Named returns the name of the child built for role, or "" when none was.
@@ -161,6 +169,11 @@ func roleOf(n build.Names, o build.Object) Role {
 		return RoleGatewayTLS
 	case "PodMonitor", "ServiceMonitor", "Secret":
 		return RoleMonitor
+	case build.KindHPA, build.KindScaledObject:
+		if name == n.PrefillHPA || name == n.PrefillScaledObject {
+			return RolePrefillAutoscaler
+		}
+		return RoleAutoscaler
 	case "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding":
 		if o.GetLabels()[build.LabelComponent] == build.ComponentModelAccess {
 			return RoleModelAccess

@@ -53,6 +53,14 @@ mkdir -p "$OUT/prometheus-operator"
 for f in monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_servicemonitors.yaml; do
   cp "$PO/example/prometheus-operator-crd/$f" "$OUT/prometheus-operator/"
 done
+# KEDA's ScaledObject CRD, for the ScaledObjects spec.scaling renders. KEDA's
+# Go module is not a dependency either (its API package would pull in KEDA's
+# whole dependency tree and a newer Kubernetes), so it is fetched the same
+# way at its pinned version.
+KEDA_VERSION=v2.21.0
+KEDA=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+mkdir -p "$OUT/keda"
+cp "$KEDA/config/crd/bases/keda.sh_scaledobjects.yaml" "$OUT/keda/"
 # The bases CRD, not the chart's: the chart's carries a conversion webhook.
 cp "$LWS/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" "$OUT/lws/"
 chmod -R u+w "$OUT"
@@ -62,4 +70,5 @@ chmod -R u+w "$OUT"
   echo "github.com/cert-manager/cert-manager $CERT_MANAGER_VERSION"
   echo "istio.io/api $ISTIO_API_VERSION"
   echo "github.com/prometheus-operator/prometheus-operator $PROMETHEUS_OPERATOR_VERSION"
+  echo "github.com/kedacore/keda/v2 $KEDA_VERSION"
 } > "$OUT/VERSIONS"

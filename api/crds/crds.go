@@ -29,6 +29,10 @@ const (
 	// PrometheusOperator holds the PodMonitor and ServiceMonitor CRDs, for
 	// the services' monitors.
 	PrometheusOperator = "thirdparty/prometheus-operator"
+	// KEDA holds KEDA's ScaledObject CRD, which the ScaledObjects of
+	// spec.scaling are checked against. KEDA installs it; odh-serving does
+	// not.
+	KEDA = "thirdparty/keda"
 )
 
 // Load decodes every CRD in the named sets, in a stable order.

@@ -65,6 +65,12 @@ type Options struct {
 	// servers and the endpoint picker, and what the endpoint picker's
 	// monitor needs to authenticate.
 	Monitoring bool
+	// WithoutKEDA says KEDA's ScaledObject API is not served: the
+	// ScaledObjects a scaling spec asks for are left out (Autoscalers says
+	// which).
+	WithoutKEDA bool
+	// Prometheus is what a ScaledObject under wva.keda queries.
+	Prometheus Prometheus
 }
 
 // GatewayRef names a Gateway.
@@ -159,6 +165,9 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	}
 	b.gatewayTLS()
 	b.monitors()
+	if err := b.autoscale(); err != nil {
+		return nil, err
+	}
 	return b.out, nil
 }
 
@@ -205,6 +214,11 @@ type Names struct {
 	// TLSSecret is the self-signed serving certificate's secret that the
 	// presets mount and the controller writes.
 	TLSSecret string
+	// HPA and PrefillHPA are the HorizontalPodAutoscalers of wva.hpa;
+	// ScaledObject and PrefillScaledObject the KEDA ScaledObjects of
+	// wva.keda and keda. Which are built depends on the spec.
+	HPA, PrefillHPA                   string
+	ScaledObject, PrefillScaledObject string
 }
 
 // ChildNames derives the names of svc's children from its merged and
@@ -219,6 +233,7 @@ func ChildNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceSe
 		LeaderWorkerSet: n.lws, PrefillLeaderWorkerSet: n.prefillLWS,
 		WorkloadService: n.workloadService, Scheduler: n.epp, SchedulerService: n.eppService,
 		Pool: n.pool, Route: n.route, TLSSecret: n.tlsSecret,
+		HPA: n.hpa, PrefillHPA: n.prefillHPA, ScaledObject: n.scaledObject, PrefillScaledObject: n.prefillScaledObject,
 	}, nil
 }
 
@@ -233,6 +248,7 @@ type names struct {
 	workloadCert, eppCert                                       string
 	eppTLS, shadowTLS                                           string
 	engineMonitor, eppMonitor, metricsReader, metricsReaderAuth string
+	hpa, prefillHPA, scaledObject, prefillScaledObject          string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -280,6 +296,10 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.engineMonitor, "-kserve-llmisvc-engine")
 	child(&n.eppMonitor, "-kserve-llmisvc-scheduler")
 	child(&n.metricsReader, "-kserve-metrics-reader")
+	child(&n.hpa, "-kserve-hpa")
+	child(&n.prefillHPA, "-kserve-prefill-hpa")
+	child(&n.scaledObject, "-kserve-keda")
+	child(&n.prefillScaledObject, "-kserve-prefill-keda")
 	clusterChild := func(dst *string, suffix string) {
 		v, err := naming.ChildName(svc.Namespace, "-"+svc.Name+suffix)
 		if err != nil {

@@ -82,9 +82,14 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
-	replicas := int32(1)
-	if w.Replicas != nil {
-		replicas = *w.Replicas
+	// A scaled workload's replicas belong to its actuator: it has none
+	// here, so applying it leaves the actuator's count alone.
+	var replicas *int32
+	if !w.Scaled() {
+		replicas = ptr(int32(1))
+		if w.Replicas != nil {
+			replicas = w.Replicas
+		}
 	}
 	if w.Worker == nil {
 		pod, err := b.servingPod(w.Template)
@@ -101,7 +106,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: b.propagated(b.meta(k.deployment, k.component), false),
 			Spec: appsv1.DeploymentSpec{
-				Replicas: &replicas,
+				Replicas: replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: b.labels(k.component)},
 				Template: corev1.PodTemplateSpec{ObjectMeta: podMeta, Spec: *pod},
 			},
@@ -123,7 +128,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 		TypeMeta:   metav1.TypeMeta{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet"},
 		ObjectMeta: b.propagated(b.meta(k.lws, k.component), true),
 		Spec: lwsv1.LeaderWorkerSetSpec{
-			Replicas:      &replicas,
+			Replicas:      replicas,
 			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
 			RolloutStrategy: lwsv1.RolloutStrategy{
 				Type: lwsv1.RollingUpdateStrategyType,

@@ -33,6 +33,7 @@ func TestControllerFlags(t *testing.T) {
 			SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned, OCIModelSource: build.OCIModelcar,
 			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
 			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
+			Prometheus: build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
 		},
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
@@ -51,7 +52,9 @@ func TestControllerFlags(t *testing.T) {
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
 		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--image=storageInitializer=example.com/si:3",
 		"--image-registry=mirror.example.com", "--oci-model-source=image-volume", "--zap-log-level=debug",
-		"--maas", "--tier-config-namespace=maas", "--tier-config-name=tiers", "--tier-namespace-prefix=acme-tier-")
+		"--maas", "--tier-config-namespace=maas", "--tier-config-name=tiers", "--tier-namespace-prefix=acme-tier-",
+		"--prometheus-url=https://thanos:9091", "--prometheus-auth-modes=bearer", "--prometheus-trigger-auth-name=prom",
+		"--prometheus-trigger-auth-kind=ClusterTriggerAuthentication", "--prometheus-unsafe-ssl")
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
@@ -60,6 +63,8 @@ func TestControllerFlags(t *testing.T) {
 			InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
 			Images:        map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2", "storageInitializer": "example.com/si:3"},
 			ImageRegistry: "mirror.example.com", OCIModelSource: build.OCIImageVolume,
+			Prometheus: build.Prometheus{URL: "https://thanos:9091", AuthModes: "bearer", TriggerAuthName: "prom",
+				TriggerAuthKind: "ClusterTriggerAuthentication", UnsafeSSL: true},
 		},
 		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",

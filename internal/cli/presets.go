@@ -213,7 +213,7 @@ func lintPresets(s Streams, f *presetFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager)
+	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA)
 	if err != nil {
 		return err
 	}

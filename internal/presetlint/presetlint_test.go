@@ -28,7 +28,7 @@ func newLinter(t *testing.T) *presetlint.Linter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager)
+	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA)
 	if err != nil {
 		t.Fatal(err)
 	}

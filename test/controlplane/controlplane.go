@@ -48,7 +48,7 @@ type ControlPlane struct {
 func NewScheme() (*runtime.Scheme, error) { return controller.NewScheme() }
 
 // AllCRDs are the CRD sets Start installs.
-var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager}
+var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA}
 
 // PlatformCRDs are CRD sets of platforms a cluster may or may not have,
 // which Start leaves out: the controller renders more for a cluster that

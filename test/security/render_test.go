@@ -82,6 +82,12 @@ var optionFlags = map[string]string{
 	// tiers is not a flag: render reads the tier list from the ConfigMap
 	// tier-to-group-mapping in its input (see tiersInput).
 	"tierNamespacePrefix": "--tier-namespace-prefix",
+
+	"keda":                      "--keda",
+	"prometheusUrl":             "--prometheus-url",
+	"prometheusAuthModes":       "--prometheus-auth-modes",
+	"prometheusTriggerAuthName": "--prometheus-trigger-auth-name",
+	"prometheusTriggerAuthKind": "--prometheus-trigger-auth-kind",
 }
 
 // caseFlags turns a golden case's options.yaml into render flags.
