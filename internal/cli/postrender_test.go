@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 )
@@ -129,6 +131,69 @@ func TestPostRenderStaticKeepsEveryDocument(t *testing.T) {
 	} {
 		if !seen[want] {
 			t.Errorf("the output lacks %s; it holds %v", want, seen)
+		}
+	}
+}
+
+// Static mode renders the actuators of spec.scaling beside the workloads and
+// leaves the scaled workloads' replicas out, so a helm upgrade does not reset
+// what the autoscaler chose; --keda=false leaves the ScaledObjects out.
+func TestPostRenderStaticScaling(t *testing.T) {
+	const stream = `apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: chat
+  namespace: team-a
+spec:
+  model: {uri: hf://Qwen/Qwen2.5-7B-Instruct}
+  scaling: {maxReplicas: 4, wva: {hpa: {}}}
+  template:
+    containers: [{name: main}]
+  prefill:
+    scaling:
+      maxReplicas: 2
+      wva: {hpa: {}}
+    template:
+      containers: [{name: main}]
+  router: {route: {}, gateway: {}, scheduler: {}}
+`
+	code, out, stderr := run(t, stream, "post-render", "--mode", "static")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	docs, err := manifest.Split("out", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpas := map[string]string{}
+	for _, d := range docs {
+		switch d.Object.GetKind() {
+		case "HorizontalPodAutoscaler":
+			target, _, _ := unstructured.NestedString(d.Object.Object, "spec", "scaleTargetRef", "name")
+			hpas[d.Object.GetName()] = target
+		case "Deployment":
+			_, scaled, _ := unstructured.NestedFieldNoCopy(d.Object.Object, "spec", "replicas")
+			if strings.HasSuffix(d.Object.GetName(), "router-scheduler") != scaled {
+				t.Errorf("Deployment %s: has replicas %v; only the unscaled endpoint picker should", d.Object.GetName(), scaled)
+			}
+		}
+	}
+	want := map[string]string{"chat-kserve-hpa": "chat-kserve", "chat-kserve-prefill-hpa": "chat-kserve-prefill"}
+	if len(hpas) != len(want) || hpas["chat-kserve-hpa"] != want["chat-kserve-hpa"] || hpas["chat-kserve-prefill-hpa"] != want["chat-kserve-prefill-hpa"] {
+		t.Errorf("HPAs (name: target) = %v, want %v", hpas, want)
+	}
+
+	keda := strings.ReplaceAll(stream, "{hpa: {}}", "{keda: {}}")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{[]string{"--prometheus-url", "https://prometheus:9090"}, 2}, {[]string{"--prometheus-url", "https://prometheus:9090", "--keda=false"}, 0}} {
+		code, out, stderr := run(t, keda, append([]string{"post-render", "--mode", "static"}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		if got := strings.Count(out, "kind: ScaledObject"); got != tc.want {
+			t.Errorf("%v: %d ScaledObjects, want %d", tc.args, got, tc.want)
 		}
 	}
 }
