@@ -210,3 +210,33 @@ func TestPrometheusOptionsAreChecked(t *testing.T) {
 		t.Errorf("valid Prometheus options refused: %v", err)
 	}
 }
+
+// The controller prepares a service once and builds it for what its watch of
+// KEDA's CRD says; WithKEDA turns the ScaledObjects off and on again.
+func TestPlanWithKEDA(t *testing.T) {
+	in, err := manifest.DecodeFile("testdata/scaling-lws-keda/input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, served := range []bool{false, true, false} {
+		res, err := plan.WithKEDA(served).Build("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Named(engine.RoleAutoscaler)
+		if want := map[bool]string{true: "llama-405b-kserve-keda"}[served]; got != want {
+			t.Errorf("KEDA served %v: ScaledObject %q, want %q", served, got, want)
+		}
+		if withheld := res.Autoscalers[0].Withheld != ""; withheld == served {
+			t.Errorf("KEDA served %v: Autoscalers[0].Withheld = %q", served, res.Autoscalers[0].Withheld)
+		}
+	}
+}
