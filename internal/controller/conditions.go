@@ -25,6 +25,11 @@ const (
 	ConditionHTTPRoutesReady            = "HTTPRoutesReady"
 	ConditionInferencePoolReady         = "InferencePoolReady"
 	ConditionSchedulerWorkloadReady     = "SchedulerWorkloadReady"
+	// ConditionAutoscalersReady is True when every actuator spec.scaling
+	// asks for is applied, and False with CRDMissing while one is withheld
+	// because its API (KEDA's) is not served: the workload then runs
+	// unscaled. It is not part of Ready, and is absent without scaling.
+	ConditionAutoscalersReady = "AutoscalersReady"
 	// ConditionInferencePoolMigrated is True once the route sends traffic
 	// to the v1 InferencePool. Its lastTransitionTime starts the grace
 	// period after which the v1alpha2 pool is retired.

@@ -24,6 +24,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 			p.conds.set(t, metav1.ConditionFalse, ReasonStopped, msg)
 		}
 		p.status.URL, p.status.Addresses, p.status.Autoscalers = "", nil, nil
+		p.conds.remove(ConditionAutoscalersReady)
 		r.migrationStatus(p)
 		return nil
 	}
@@ -37,6 +38,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		return err
 	}
 	p.status.Autoscalers = autoscalers
+	p.autoscalersCondition()
 	if err := r.router(ctx, p); err != nil {
 		p.failed(false, err)
 		return err

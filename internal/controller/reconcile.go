@@ -143,6 +143,8 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	opts := r.opts.engineOptions(r.images, "")
 	opts.Tiers = r.tiersFor(ctx, p)
 	opts.Monitoring = r.monitoring()
+	// ScaledObjects are rendered once KEDA's CRD is served and watched.
+	opts.WithoutKEDA = !r.kinds.hasCRD(crdScaledObject)
 	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, opts); err != nil {
 		p.renderFailed(err)
 		return 0, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -296,4 +297,26 @@ func (r *Reconciler) autoscalerStatus(ctx context.Context, p *pass) ([]v1alpha2.
 			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
+}
+
+// autoscalersCondition reports whether the actuators spec.scaling asks for
+// are rendered (see ConditionAutoscalersReady).
+func (p *pass) autoscalersCondition() {
+	if len(p.res.Autoscalers) == 0 {
+		p.conds.remove(ConditionAutoscalersReady)
+		return
+	}
+	var withheld []string
+	for _, a := range p.res.Autoscalers {
+		if a.Withheld != "" {
+			withheld = append(withheld, fmt.Sprintf("%s %s for %s %s: %s", a.Kind, a.Name, a.Target.Kind, a.Target.Name, a.Withheld))
+		}
+	}
+	if len(withheld) > 0 {
+		p.conds.set(ConditionAutoscalersReady, metav1.ConditionFalse, ReasonCRDMissing,
+			"not rendered, so the workload keeps its current replicas: "+strings.Join(withheld, "; ")+
+				"; reconciling resumes when the CustomResourceDefinition "+crdScaledObject+" is established")
+		return
+	}
+	p.conds.set(ConditionAutoscalersReady, metav1.ConditionTrue, ReasonReady, "")
 }

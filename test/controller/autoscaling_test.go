@@ -13,12 +13,17 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -224,4 +229,166 @@ func managers(obj client.Object) string {
 		}
 	}
 	return "spec.replicas owned by " + strings.Join(out, ", ")
+}
+
+// kserveScaled is a KServe manifest, v1alpha1 as KServe publishes it, with
+// spec.scaling through WVA and an HPA.
+const kserveScaled = `
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata:
+  name: wva
+spec:
+  model:
+    uri: hf://Qwen/Qwen2.5-0.5B-Instruct
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  scaling:
+    minReplicas: 1
+    maxReplicas: 4
+    wva:
+      variantCost: "5.0"
+      hpa:
+        behavior:
+          scaleDown:
+            stabilizationWindowSeconds: 300
+  router:
+    route: {}
+    gateway: {}
+    scheduler: {}
+`
+
+// kedaScaled scales its Deployment with KEDA directly, on a CPU trigger.
+const kedaScaled = `
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata:
+  name: keda
+spec:
+  model:
+    uri: hf://Qwen/Qwen2.5-0.5B-Instruct
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  scaling:
+    maxReplicas: 3
+    keda:
+      triggers:
+      - type: cpu
+        metricType: Utilization
+        metadata:
+          value: "70"
+`
+
+// createManifest creates a YAML manifest as it is, in the env's namespace.
+func (e *env) createManifest(doc string) *unstructured.Unstructured {
+	e.t.Helper()
+	u := &unstructured.Unstructured{}
+	e.must(yaml.Unmarshal([]byte(doc), &u.Object))
+	u.SetNamespace(e.ns)
+	e.must(e.c.Create(context.Background(), u.DeepCopy()))
+	return u
+}
+
+// TestKServeScalingManifest: KServe manifests with spec.scaling apply
+// unchanged and get their actuators, owned by the service, with their
+// workloads' replicas left to them. A ScaledObject reports the replicas of
+// the HPA KEDA made for it (simulated here), which is not listed again.
+func TestKServeScalingManifest(t *testing.T) {
+	e := startWithGateway(t)
+	ctx := context.Background()
+	sent := e.createManifest(kserveScaled)
+	e.createManifest(kedaScaled)
+
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(sent.GroupVersionKind())
+	e.must(e.c.Get(ctx, clientKey(e.ns, "wva"), got))
+	// Compared as JSON: numbers decode as int64 from the API server, float64
+	// from YAML.
+	if g, w := toJSON(got.Object["spec"].(map[string]any)["scaling"]), toJSON(sent.Object["spec"].(map[string]any)["scaling"]); g != w {
+		t.Errorf("spec.scaling read back as %s, sent %s", g, w)
+	}
+
+	e.waitExists(func() client.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, "wva-kserve-hpa")
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"})
+	e.waitExists(func() client.Object { return so.DeepCopy() }, "keda-kserve-keda")
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	e.must(e.c.Get(ctx, clientKey(e.ns, "wva-kserve-hpa"), hpa))
+	if ref := metav1.GetControllerOf(hpa); ref == nil || ref.Name != "wva" || hpa.Spec.ScaleTargetRef.Name != "wva-kserve" {
+		t.Errorf("HPA controller %+v, target %+v; want the service, Deployment wva-kserve", ref, hpa.Spec.ScaleTargetRef)
+	}
+	for _, name := range []string{"wva-kserve", "keda-kserve"} {
+		d := &appsv1.Deployment{}
+		e.must(e.c.Get(ctx, clientKey(e.ns, name), d))
+		if appliesReplicas(d) {
+			t.Errorf("Deployment %s: odh-serving applies spec.replicas under an autoscaler", name)
+		}
+	}
+	e.waitCondition("wva", controller.ConditionAutoscalersReady, metav1.ConditionTrue, "")
+
+	// KEDA, simulated: its HPA for the ScaledObject, named in its status.
+	e.must(e.c.Get(ctx, clientKey(e.ns, "keda-kserve-keda"), so))
+	e.must(unstructured.SetNestedField(so.Object, "keda-hpa-keda-kserve-keda", "status", "hpaName"))
+	e.must(e.c.Status().Update(ctx, so))
+	kedaHPA := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "keda-hpa-keda-kserve-keda", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "keda.sh/v1alpha1", Kind: "ScaledObject", Name: so.GetName(), UID: so.GetUID(), Controller: ptr(true),
+		}}},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "keda-kserve"},
+			MinReplicas:    ptr(int32(1)), MaxReplicas: 3,
+		},
+	}
+	e.must(e.c.Create(ctx, kedaHPA))
+	e.hpaStatus(kedaHPA.Name, 1, 3)
+	want := []v1alpha2.AutoscalerStatus{{
+		Kind: "ScaledObject", Name: "keda-kserve-keda", Target: v1alpha2.ScaleTarget{Kind: "Deployment", Name: "keda-kserve"},
+		CurrentReplicas: ptr(int32(1)), DesiredReplicas: ptr(int32(3)),
+	}}
+	testenv.Eventually(t, "service keda reports its ScaledObject with its HPA's counts", func() error {
+		if got := e.service("keda").Status.Autoscalers; !equality.Semantic.DeepEqual(got, want) {
+			return fmt.Errorf("status.autoscalers = %s", toJSON(got))
+		}
+		return nil
+	})
+}
+
+// TestKEDAAppearsAfterStart: without KEDA's CRD a service that asks for a
+// ScaledObject runs without it and says so (AutoscalersReady False,
+// CRDMissing); once the CRD is installed the controller watches
+// ScaledObjects and applies it, with no restart.
+func TestKEDAAppearsAfterStart(t *testing.T) {
+	ctx := context.Background()
+	loaded, err := crds.Load(crds.KEDA)
+	if err != nil || len(loaded) != 1 {
+		t.Fatalf("load KEDA's CRD: %v", err)
+	}
+	crd := loaded[0]
+	t.Cleanup(func() { installCRD(t, crd) })
+	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "KEDA's CRD is gone", func() error {
+		err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+
+	e := start(t)
+	e.createManifest(kedaScaled)
+	svc := e.waitCondition("keda", controller.ConditionAutoscalersReady, metav1.ConditionFalse, "CRDMissing")
+	if msg := cond(svc, controller.ConditionAutoscalersReady).Message; !strings.Contains(msg, crd.Name) || !strings.Contains(msg, "keda-kserve-keda") {
+		t.Errorf("AutoscalersReady message %q names neither %s nor the ScaledObject", msg, crd.Name)
+	}
+	e.waitExists(deployment, "keda-kserve") // the service runs meanwhile, unscaled
+
+	installCRD(t, crd)
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"})
+	e.waitExists(func() client.Object { return so.DeepCopy() }, "keda-kserve-keda")
+	e.waitCondition("keda", controller.ConditionAutoscalersReady, metav1.ConditionTrue, "")
 }
