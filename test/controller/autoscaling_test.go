@@ -13,9 +13,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -231,13 +229,15 @@ func managers(obj client.Object) string {
 	return "spec.replicas owned by " + strings.Join(out, ", ")
 }
 
-// kserveScaled is a KServe manifest, v1alpha1 as KServe publishes it, with
-// spec.scaling through WVA and an HPA.
-const kserveScaled = `
+// scaledManifest is a KServe manifest, v1alpha1 as KServe publishes it, of
+// a CPU-simulator service with spec.scaling (YAML indented by four spaces)
+// and, after it, more of the spec (indented by two).
+func scaledManifest(name, scaling, rest string) string {
+	return `
 apiVersion: serving.kserve.io/v1alpha1
 kind: LLMInferenceService
 metadata:
-  name: wva
+  name: ` + name + `
 spec:
   model:
     uri: hf://Qwen/Qwen2.5-0.5B-Instruct
@@ -245,7 +245,11 @@ spec:
   baseRefs:
   - name: kserve-config-llm-cpu-simulator
   scaling:
-    minReplicas: 1
+` + scaling + rest
+}
+
+// kserveScaled scales through WVA and an HPA, behind a managed router.
+var kserveScaled = scaledManifest("wva", `    minReplicas: 1
     maxReplicas: 4
     wva:
       variantCost: "5.0"
@@ -253,33 +257,21 @@ spec:
         behavior:
           scaleDown:
             stabilizationWindowSeconds: 300
-  router:
+`, `  router:
     route: {}
     gateway: {}
     scheduler: {}
-`
+`)
 
 // kedaScaled scales its Deployment with KEDA directly, on a CPU trigger.
-const kedaScaled = `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-metadata:
-  name: keda
-spec:
-  model:
-    uri: hf://Qwen/Qwen2.5-0.5B-Instruct
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  baseRefs:
-  - name: kserve-config-llm-cpu-simulator
-  scaling:
-    maxReplicas: 3
+var kedaScaled = scaledManifest("keda", `    maxReplicas: 3
     keda:
       triggers:
       - type: cpu
         metricType: Utilization
         metadata:
           value: "70"
-`
+`, "")
 
 // createManifest creates a YAML manifest as it is, in the env's namespace.
 func (e *env) createManifest(doc string) *unstructured.Unstructured {
@@ -360,24 +352,7 @@ func TestKServeScalingManifest(t *testing.T) {
 // CRDMissing); once the CRD is installed the controller watches
 // ScaledObjects and applies it, with no restart.
 func TestKEDAAppearsAfterStart(t *testing.T) {
-	ctx := context.Background()
-	loaded, err := crds.Load(crds.KEDA)
-	if err != nil || len(loaded) != 1 {
-		t.Fatalf("load KEDA's CRD: %v", err)
-	}
-	crd := loaded[0]
-	t.Cleanup(func() { installCRD(t, crd) })
-	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, "KEDA's CRD is gone", func() error {
-		err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there (%w)", err)
-	})
-
+	crd := removeCRD(t, crds.KEDA)
 	e := start(t)
 	e.createManifest(kedaScaled)
 	svc := e.waitCondition("keda", controller.ConditionAutoscalersReady, metav1.ConditionFalse, "CRDMissing")

@@ -107,24 +107,32 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // enable the kind failed, the retry found it marked watched and added
 // neither index nor watch, and every reconcile failed listing
 // LeaderWorkerSets, backing off towards 1,000 s.
-func TestCRDAppearsAfterStart(t *testing.T) {
+// removeCRD deletes the one CRD of an api/crds set from the shared control
+// plane until the test ends, and returns it.
+func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	ctx := context.Background()
-	loaded, err := crds.Load(crds.LWS)
+	loaded, err := crds.Load(set)
 	if err != nil || len(loaded) != 1 {
-		t.Fatalf("load the LWS CRD: %v", err)
+		t.Fatalf("load the CRD of %s: %v", set, err)
 	}
 	crd := loaded[0]
 	t.Cleanup(func() { installCRD(t, crd) })
 	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the LWS CRD is gone", func() error {
+	testenv.Eventually(t, "CRD "+crd.Name+" is gone", func() error {
 		err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
+	return crd
+}
+
+func TestCRDAppearsAfterStart(t *testing.T) {
+	crd := removeCRD(t, crds.LWS)
 
 	t.Logf("%s the LWS CRD is gone", time.Now().Format(time.StampMilli))
 	lag := newDiscoveryLag(lwsv1.GroupVersion.String())

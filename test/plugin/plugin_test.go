@@ -21,6 +21,7 @@ import (
 // setup returns Helm 4 with its own homes, in which the plugin from
 // plugin/odh-serving is installed with a fresh odh-serving build.
 func setup(t *testing.T) *testenv.Helm {
+	t.Helper()
 	h, _ := setupWithBinary(t)
 	return h
 }
