@@ -1,9 +1,11 @@
 package validation
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -68,7 +70,13 @@ func ValidateSchema(kind, version string, raw []byte) field.ErrorList {
 		return field.ErrorList{field.Invalid(field.NewPath("<root>"), "", err.Error())}
 	}
 	delete(obj, "status")
-	return fieldErrors(v.Validate(obj))
+	errs := fieldErrors(v.Validate(obj))
+	// The validator walks the object's maps in no fixed order; the same
+	// input must give the same message.
+	slices.SortStableFunc(errs, func(a, b *field.Error) int {
+		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.Error(), b.Error()))
+	})
+	return errs
 }
 
 // asAPIServer gives a schema node, and every node below it, the types the

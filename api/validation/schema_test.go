@@ -64,3 +64,23 @@ func TestDecodeChecksTheCRDSchema(t *testing.T) {
 		t.Errorf("an unserved version: %v; want one error naming apiVersion", errs)
 	}
 }
+
+// Several schema errors come in the order of their field paths, whatever
+// order the validator found them in: the same input gives the same message.
+func TestSchemaErrorsHaveOneOrder(t *testing.T) {
+	raw := []byte(`{"metadata":null,"spec":{"replicas":-1,"prefill":{"replicas":-2},"model":{"uri":"hf://a/b","criticality":"Urgent"}}}`)
+	first := validation.ValidateSchema("LLMInferenceService", "v1alpha1", raw)
+	if len(first) < 3 {
+		t.Fatalf("want at least 3 errors, got %v", first)
+	}
+	for i := 1; i < len(first); i++ {
+		if first[i-1].Field > first[i].Field {
+			t.Errorf("errors out of order: %s before %s", first[i-1].Field, first[i].Field)
+		}
+	}
+	for range 50 {
+		if again := validation.ValidateSchema("LLMInferenceService", "v1alpha1", raw); again.ToAggregate().Error() != first.ToAggregate().Error() {
+			t.Fatalf("same input, another message:\n%v\n%v", first.ToAggregate(), again.ToAggregate())
+		}
+	}
+}
