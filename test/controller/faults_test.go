@@ -231,8 +231,34 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 
 	converged := time.Now()
+	// The children are right on the server now, but an informer whose
+	// relist after the restart is still waiting out its back-off holds the
+	// old state, and the controller re-sends those writes until it catches
+	// up. Catching up must take seconds, not the reflector's 30 s or more
+	// (what redial.go is for): wait for writes to stop, then check that
+	// they stay stopped.
+	settled := e.writesStop(20 * time.Second)
+	t.Logf("converged and Ready %v after the restart; writes stopped %v after that",
+		converged.Sub(restarted).Round(time.Millisecond), settled.Sub(converged).Round(time.Millisecond))
 	e.assertSteadyState()
-	t.Logf("converged and Ready %v after the restart", converged.Sub(restarted).Round(time.Millisecond))
+}
+
+// writesStop waits until the controller sends no write for two seconds,
+// for at most limit, and returns when they stopped.
+func (e *env) writesStop(limit time.Duration) time.Time {
+	e.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		last := time.Now()
+		before := e.rec.Count()
+		time.Sleep(2 * time.Second)
+		if e.rec.Count() == before {
+			return last
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the controller still writes %v after the children converged: %v", limit, e.rec.Since(before))
+		}
+	}
 }
 
 // decode reads a YAML service into the env's namespace without creating it.
