@@ -1,10 +1,7 @@
 package engine_test
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,16 +23,8 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
-			want, ok := strings.CutPrefix(string(first), "# error: ")
-			if !ok {
-				t.Fatalf("%s must start with '# error: <expected message>'", file)
-			}
-			err = renderAll(t, file, data)
+			want, data := golden.WantError(t, file)
+			err := renderAll(t, file, data)
 			if err == nil {
 				t.Fatalf("rendered without error; want %q", want)
 			}

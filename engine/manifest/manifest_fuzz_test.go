@@ -38,7 +38,7 @@ func FuzzDecodeStream(f *testing.F) {
 			t.Fatalf("two decodes fail differently:\n%v\n%v", firstErr, secondErr)
 		}
 		if firstErr != nil {
-			for _, e := range leaves(firstErr) {
+			for _, e := range golden.Leaves(firstErr) {
 				if !located.MatchString(e.Error()) {
 					t.Fatalf("error %q does not start with %s:<line>", e, fuzzFile)
 				}
@@ -103,18 +103,6 @@ func addSeedStreams(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-}
-
-// leaves returns the errors errors.Join put together, or err itself.
-func leaves(err error) []error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range joined.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 func docsJSON(t *testing.T, docs []manifest.Document) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/fieldpath"
 	"github.com/opendatahub-io/odh-serving/engine/internal/corpus"
 	"github.com/opendatahub-io/odh-serving/engine/template"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // fuzzOrigin is the preset the fuzzed strings come from; errors must name it.
@@ -125,13 +126,7 @@ func fuzzSpec(text string) *v1alpha2.LLMInferenceServiceSpec {
 // one of the two fields that names the preset.
 func checkNamesFieldAndPreset(t *testing.T, text string, err error) {
 	t.Helper()
-	var errs []error
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = joined.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
+	for _, e := range golden.Leaves(err) {
 		var te *template.Error
 		if !errors.As(e, &te) {
 			t.Fatalf("%q: error %v is not a template.Error", text, e)

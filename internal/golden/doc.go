@@ -4,4 +4,9 @@
 //	go test ./... -update
 //
 // Review every rewritten file in the diff before committing it.
+//
+// It also holds what the tests over a corpus of testdata files share: Glob
+// finds the cases, WantError reads the message a bad-input file expects from
+// its first line, and Leaves splits a joined error so that each error can be
+// held to the rule.
 package golden

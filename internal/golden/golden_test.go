@@ -1,11 +1,15 @@
 package golden_test
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // TestEveryTestPackageKnowsUpdate keeps `go test ./... -update` working: a
@@ -50,5 +54,29 @@ func TestEveryTestPackageKnowsUpdate(t *testing.T) {
 		if !importsGolden[dir] {
 			t.Errorf("%s has tests but none imports internal/golden; `go test ./... -update` would fail there", dir)
 		}
+	}
+}
+
+func TestWantError(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.yaml")
+	content := "# error: spec.replicas: must be 1\nspec: {replicas: 2}\n"
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, data := golden.WantError(t, file)
+	if want != "spec.replicas: must be 1" || string(data) != content {
+		t.Errorf("WantError = %q, %q", want, data)
+	}
+}
+
+func TestLeaves(t *testing.T) {
+	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
+	got := golden.Leaves(errors.Join(a, errors.Join(b, c)))
+	if !slices.Equal(got, []error{a, b, c}) {
+		t.Errorf("Leaves = %v, want [a b c]", got)
+	}
+	if got := golden.Leaves(a); !slices.Equal(got, []error{a}) {
+		t.Errorf("Leaves(a) = %v, want [a]", got)
 	}
 }

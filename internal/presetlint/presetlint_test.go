@@ -1,8 +1,6 @@
 package presetlint_test
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,15 +75,7 @@ func TestBrokenPresetsFail(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, _, _ := bufio.NewReader(bytes.NewReader(data)).ReadLine()
-			want, ok := strings.CutPrefix(string(first), "# error: ")
-			if !ok {
-				t.Fatalf("%s must start with '# error: <expected message>'", f)
-			}
+			want, _ := golden.WantError(t, f)
 			problems := lintFile(t, l, f)
 			if len(problems) == 0 {
 				t.Fatalf("lint passed; want %q", want)

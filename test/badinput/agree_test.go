@@ -345,7 +345,7 @@ func bounds(s map[string]any, path []step) []bound {
 		at("required", map[string]any{})
 	}
 	if props, ok := s["properties"].(map[string]any); ok {
-		for _, name := range sortedNames(props) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			child, _ := props[name].(map[string]any)
 			out = append(out, bounds(child, append(slices.Clone(path), step{name: name}))...)
 		}
@@ -364,15 +364,6 @@ func number(typ string, v float64) any {
 		return int64(v)
 	}
 	return v
-}
-
-func sortedNames(m map[string]any) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // setAt puts v at path in obj, making the maps and one-item lists on the

@@ -68,7 +68,7 @@ func FuzzValuesToServices(f *testing.F) {
 		}
 		in, err := manifest.Decode(servicesTemplate, []byte(first))
 		if err != nil {
-			for _, e := range leaves(err) {
+			for _, e := range golden.Leaves(err) {
 				if !located.MatchString(e.Error()) {
 					t.Fatalf("decode error %q does not start with %s:<line>", e, servicesTemplate)
 				}
@@ -172,16 +172,4 @@ func mustYAML(f *testing.F, v any) []byte {
 		f.Fatal(err)
 	}
 	return data
-}
-
-// leaves returns the errors errors.Join put together, or err itself.
-func leaves(err error) []error {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range joined.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,7 +214,7 @@ func servicesManifest(t *testing.T, root string) []byte {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	for _, name := range sortedKeys(values.Services) {
+	for _, name := range slices.Sorted(maps.Keys(values.Services)) {
 		s := values.Services[name]
 		doc, err := yaml.Marshal(map[string]any{
 			"apiVersion": "serving.kserve.io/v1alpha2", "kind": "LLMInferenceService",

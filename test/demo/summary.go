@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -103,7 +104,7 @@ func objectTable(objects map[string]map[string]int, services []serviceRef) strin
 		header = append(header, s.Name)
 	}
 	fmt.Fprintln(w, strings.Join(header, "\t"))
-	for _, kind := range sortedKeys(kinds) {
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		row := []string{kind}
 		for i, s := range services {
 			n := objects[s.String()][kind]
