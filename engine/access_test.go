@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -54,7 +54,7 @@ func TestModelAccess(t *testing.T) {
 				svc.Annotations[tier.AnnotationTiers] = tc.annotation
 			}
 			if tc.stop {
-				svc.Annotations[build.AnnotationStop] = "true"
+				svc.Annotations[convention.AnnotationStop] = "true"
 			}
 			res, err := engine.Render(t.Context(), svc, testCatalog(t, nil), engine.Options{Tiers: tc.tiers, Images: images})
 			if err != nil {

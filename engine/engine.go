@@ -13,6 +13,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/merge"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
@@ -32,7 +33,7 @@ type Options struct {
 	// Default: "kserve-", KServe's.
 	PresetPrefix *string
 	// Phase is the InferencePool migration phase. Default: v1.
-	Phase build.Phase
+	Phase convention.Phase
 	// IngressGatewayName and IngressGatewayNamespace name the gateway a
 	// managed route attaches to. Default: kserve-ingress-gateway in the
 	// system namespace.
@@ -57,13 +58,13 @@ type Options struct {
 	Images map[string]string
 	// CertMode is where serving certificates come from. Default: self-signed
 	// (by the controller).
-	CertMode build.CertMode
+	CertMode convention.CertMode
 	// CertIssuer signs certificates in the cert-manager mode.
 	CertIssuer build.CertIssuer
 	// OCIModelSource is how oci:// models reach the main container: a
 	// modelcar (the default; works on every cluster) or an image volume
 	// (needs the ImageVolume feature gate).
-	OCIModelSource build.OCIModelSource
+	OCIModelSource convention.OCIModelSource
 	// Tiers are the Models-as-a-Service tiers. When set, a service with
 	// the tiers annotation (tier.AnnotationTiers) gets the RBAC that lets
 	// its tiers call it (build.ModelAccess); when nil, MaaS is off and the
@@ -74,7 +75,7 @@ type Options struct {
 	// servers and the endpoint picker: Istio DestinationRules, Gateway API
 	// BackendTLSPolicies, or nothing. Default: nothing. The controller
 	// decides it per service from the gateway class and the CRDs served.
-	GatewayTLS build.GatewayTLS
+	GatewayTLS convention.GatewayTLS
 	// IstioShadowService is the Service Istio made for the managed pool;
 	// the controller finds it. Empty: no DestinationRule for it.
 	IstioShadowService string
@@ -95,7 +96,7 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	o = o.Defaults()
 	if o.Phase == "" {
-		o.Phase = build.PhaseV1
+		o.Phase = convention.PhaseV1
 	}
 	return o.resolveImages()
 }
@@ -141,7 +142,7 @@ func Prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 // WithPlatform returns a copy of p that builds with what the controller
 // learned from the cluster after Prepare: what tells the gateway to
 // originate TLS, Istio's shadow Service of the pool, and the monitors.
-func (p *Plan) WithPlatform(tls build.GatewayTLS, istioShadowService string, monitoring bool) *Plan {
+func (p *Plan) WithPlatform(tls convention.GatewayTLS, istioShadowService string, monitoring bool) *Plan {
 	q := *p
 	q.opts.GatewayTLS, q.opts.IstioShadowService, q.opts.Monitoring = tls, istioShadowService, monitoring
 	return &q
@@ -159,7 +160,7 @@ func (p *Plan) WithKEDA(served bool) *Plan {
 // Build builds the children of a prepared service for the migration phase
 // (empty: the Options' phase). It does not change p, so one plan can be
 // built for several phases.
-func (p *Plan) Build(phase build.Phase) (*Result, error) {
+func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 	if phase == "" {
 		phase = p.opts.Phase
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
@@ -64,18 +65,18 @@ func renderCase(tb testing.TB, dir string) []byte {
 	}
 	eopts := engine.Options{Images: images}
 	if opts.Phase != "" {
-		eopts.Phase = build.Phase(opts.Phase)
+		eopts.Phase = convention.Phase(opts.Phase)
 	}
-	eopts.CertMode = build.CertMode(opts.CertMode)
+	eopts.CertMode = convention.CertMode(opts.CertMode)
 	eopts.InternalGatewayName = opts.InternalGateway
 	eopts.ImageRegistry = opts.ImageRegistry
-	eopts.OCIModelSource = build.OCIModelSource(opts.OCIModelSource)
+	eopts.OCIModelSource = convention.OCIModelSource(opts.OCIModelSource)
 	if opts.Tiers != "" {
 		if eopts.Tiers, err = tier.Parse(opts.Tiers, opts.TierNamespacePrefix); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	eopts.GatewayTLS = build.GatewayTLS(opts.GatewayTLS)
+	eopts.GatewayTLS = convention.GatewayTLS(opts.GatewayTLS)
 	eopts.IstioShadowService = opts.IstioShadowService
 	eopts.Monitoring = opts.Monitoring
 	eopts.WithoutKEDA = opts.KEDA == "false"

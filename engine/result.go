@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Result is a rendered service: the children, and what the engine knows
@@ -14,7 +15,7 @@ type Result struct {
 	Plan
 	// Phase is the InferencePool migration phase the children were built
 	// for.
-	Phase build.Phase
+	Phase convention.Phase
 	// Objects are the children as typed objects, in apply order (see
 	// Waves); by name within a kind. They can be server-side applied as
 	// they are; Unstructured gives them as maps for writing out.
@@ -175,7 +176,7 @@ func roleOf(n build.Names, o build.Object) Role {
 		}
 		return RoleAutoscaler
 	case "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding":
-		if o.GetLabels()[build.LabelComponent] == build.ComponentModelAccess {
+		if o.GetLabels()[convention.LabelComponent] == build.ComponentModelAccess {
 			return RoleModelAccess
 		}
 		return RoleRBAC

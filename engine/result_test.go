@@ -10,6 +10,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -149,7 +150,7 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 			if res.Stopped != tc.stopped {
 				t.Errorf("Stopped = %v, want %v", res.Stopped, tc.stopped)
 			}
-			if res.Phase != build.PhaseV1 {
+			if res.Phase != convention.PhaseV1 {
 				t.Errorf("Phase = %q, want the default v1", res.Phase)
 			}
 			if res.Spec == nil || res.Shape == nil || res.Spec.Model.Name == nil {
@@ -218,13 +219,13 @@ func TestWavesFollowTheApplyOrder(t *testing.T) {
 func TestPlanBuildsEachPhase(t *testing.T) {
 	plan, _ := prepareCase(t, "prefill-decode")
 	for _, tc := range []struct {
-		phase build.Phase
+		phase convention.Phase
 		pools []engine.Role
 	}{
-		{build.PhaseAlpha2, []engine.Role{engine.RolePoolV1alpha2}},
-		{build.PhaseDual, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
-		{build.PhaseV1, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
-		{build.PhaseRetired, []engine.Role{engine.RolePool}},
+		{convention.PhaseAlpha2, []engine.Role{engine.RolePoolV1alpha2}},
+		{convention.PhaseDual, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
+		{convention.PhaseV1, []engine.Role{engine.RolePool, engine.RolePoolV1alpha2}},
+		{convention.PhaseRetired, []engine.Role{engine.RolePool}},
 	} {
 		res, err := plan.Build(tc.phase)
 		if err != nil {
@@ -293,14 +294,14 @@ func TestWithPlatform(t *testing.T) {
 		return out
 	}
 	for _, c := range []struct {
-		tls        build.GatewayTLS
+		tls        convention.GatewayTLS
 		shadow     string
 		want, mons []string
 	}{
-		{build.GatewayTLSNone, "", nil, nil},
-		{build.GatewayTLSIstio, "", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-workload-svc"}, nil},
-		{build.GatewayTLSIstio, "sim-inference-pool-ip-1", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-shadow-svc", "DestinationRule/sim-kserve-workload-svc"}, nil},
-		{build.GatewayTLSBackendTLSPolicy, "", []string{"BackendTLSPolicy/sim-kserve-scheduler", "BackendTLSPolicy/sim-kserve-workload-svc"},
+		{convention.GatewayTLSNone, "", nil, nil},
+		{convention.GatewayTLSIstio, "", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-workload-svc"}, nil},
+		{convention.GatewayTLSIstio, "sim-inference-pool-ip-1", []string{"DestinationRule/sim-kserve-scheduler", "DestinationRule/sim-kserve-shadow-svc", "DestinationRule/sim-kserve-workload-svc"}, nil},
+		{convention.GatewayTLSBackendTLSPolicy, "", []string{"BackendTLSPolicy/sim-kserve-scheduler", "BackendTLSPolicy/sim-kserve-workload-svc"},
 			[]string{"PodMonitor/sim-kserve-llmisvc-engine", "Secret/sim-kserve-metrics-reader", "ServiceMonitor/sim-kserve-llmisvc-scheduler"}},
 	} {
 		res, err := plan.WithPlatform(c.tls, c.shadow, c.mons != nil).Build("")
@@ -322,7 +323,7 @@ func TestWithPlatform(t *testing.T) {
 		t.Errorf("the plan itself changed: %v", got)
 	}
 
-	svc.Annotations = map[string]string{build.AnnotationStop: "true"}
+	svc.Annotations = map[string]string{convention.AnnotationStop: "true"}
 	images, err := presets.Images()
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +332,7 @@ func TestWithPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := stopped.WithPlatform(build.GatewayTLSIstio, "x", true).Build(""); err != nil || len(res.Objects) > 0 {
+	if res, err := stopped.WithPlatform(convention.GatewayTLSIstio, "x", true).Build(""); err != nil || len(res.Objects) > 0 {
 		t.Errorf("a stopped service got %d children (%v)", len(res.Objects), err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -181,7 +182,7 @@ func TestActuatorsGoWithScaling(t *testing.T) {
 		t.Errorf("qwen-kserve replicas = %v, want the spec's 3", r)
 	}
 	stopped, err := renderScaled(t, "scaling-pd-keda", engine.Options{Prometheus: prometheus}, func(s *v1alpha2.LLMInferenceService) {
-		s.Annotations = map[string]string{build.AnnotationStop: "true"}
+		s.Annotations = map[string]string{convention.AnnotationStop: "true"}
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,33 +18,16 @@ type Object interface {
 	metav1.Object
 }
 
-// Phase and the phases are convention's: see there.
-type Phase = convention.Phase
-
-// The migration phases, in order (convention.Phase).
-const (
-	PhaseAlpha2  = convention.PhaseAlpha2
-	PhaseDual    = convention.PhaseDual
-	PhaseV1      = convention.PhaseV1
-	PhaseRetired = convention.PhaseRetired
-)
-
-// Phases lists the phases in order.
-var Phases = convention.Phases
-
-// ParsePhase checks a phase name.
-func ParsePhase(s string) (Phase, error) { return convention.ParsePhase(s) }
-
 // Options shape the children.
 type Options struct {
 	// Phase is the InferencePool migration phase; the controller decides it.
-	Phase Phase
+	Phase convention.Phase
 	// StorageInitializerImage downloads hf:// and s3:// models.
 	StorageInitializerImage string
 	// CertMode says where the serving certificates come from.
-	CertMode CertMode
+	CertMode convention.CertMode
 	// OCIModelSource is how oci:// models reach main. Default: modelcar.
-	OCIModelSource OCIModelSource
+	OCIModelSource convention.OCIModelSource
 	// CertIssuer signs the certificates in the cert-manager mode.
 	// Default: the ClusterIssuer odh-serving-ca.
 	CertIssuer CertIssuer
@@ -56,7 +39,7 @@ type Options struct {
 	// GatewayTLS is what tells the gateway to originate TLS to the
 	// backends: Istio DestinationRules, Gateway API BackendTLSPolicies, or
 	// nothing (empty or none).
-	GatewayTLS GatewayTLS
+	GatewayTLS convention.GatewayTLS
 	// IstioShadowService is the Service Istio made for the managed pool
 	// (labelled istio.io/inferencepool-name); the controller finds it.
 	// Empty: none yet, and no DestinationRule for it.
@@ -85,55 +68,22 @@ type CertIssuer struct {
 	Name string
 }
 
-// CertMode and the modes are convention's: see there.
-type CertMode = convention.CertMode
-
-// Where serving certificates come from (convention.CertMode).
 const (
-	CertSelfSigned = convention.CertSelfSigned
-	CertServiceCA  = convention.CertServiceCA
-	CertManager    = convention.CertManager
-
 	// AnnotationServingCert asks OpenShift's service CA for a certificate.
 	AnnotationServingCert = "service.beta.openshift.io/serving-cert-secret-name"
 	// TLSVolume is the pod volume the presets mount the certificate from.
 	TLSVolume = "tls-certs"
-)
 
-// ParseCertMode checks a certificate mode name.
-func ParseCertMode(s string) (CertMode, error) { return convention.ParseCertMode(s) }
-
-// OCIModelSource and the sources are convention's: see there.
-type OCIModelSource = convention.OCIModelSource
-
-// How oci:// models reach the main container (convention.OCIModelSource).
-const (
-	OCIModelcar    = convention.OCIModelcar
-	OCIImageVolume = convention.OCIImageVolume
-)
-
-// Labels, annotations and values that name a child's place: convention's,
-// here for the code that builds and reads children.
-const (
-	LabelPartOf          = convention.LabelPartOf
-	LabelName            = convention.LabelName
-	LabelComponent       = convention.LabelComponent
-	LabelKServeComponent = convention.LabelKServeComponent
-	LabelRole            = convention.LabelRole
-
-	PartOf = convention.PartOf
-
-	AnnotationStop     = convention.AnnotationStop
-	AnnotationMigrated = convention.AnnotationMigrated
-
-	GroupPoolV1       = "inference.networking.k8s.io"
+	// GroupPoolV1 is the API group of the v1 InferencePool.
+	GroupPoolV1 = "inference.networking.k8s.io"
+	// GroupPoolV1alpha2 is the API group of the v1alpha2 InferencePool.
 	GroupPoolV1alpha2 = "inference.networking.x-k8s.io"
 )
 
 // Stopped reports whether svc carries the stop annotation: it keeps its
 // spec and has no children.
 func Stopped(svc *v1alpha2.LLMInferenceService) bool {
-	return strings.EqualFold(svc.Annotations[AnnotationStop], "true")
+	return strings.EqualFold(svc.Annotations[convention.AnnotationStop], "true")
 }
 
 // Children builds the children of svc from its merged and evaluated spec.
@@ -143,7 +93,7 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 		return nil, nil
 	}
 	if opts.Phase == "" {
-		opts.Phase = PhaseV1
+		opts.Phase = convention.PhaseV1
 	}
 	n, err := newNames(svc, spec)
 	if err != nil {
@@ -188,7 +138,7 @@ func (b *builder) meta(name, component string) metav1.ObjectMeta {
 }
 
 func (b *builder) labels(component string) map[string]string {
-	return map[string]string{LabelPartOf: PartOf, LabelName: b.svc.Name, LabelComponent: component}
+	return map[string]string{convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name, convention.LabelComponent: component}
 }
 
 // Names are the names of the children that others look up by name: the

@@ -10,7 +10,7 @@ import (
 // named service, stored in secret. Keys are ECDSA P-256: cheap to make and
 // as strong as the RSA-4096 keys KServe generated on every reconcile.
 func (b *builder) certificate(name, service, secret, component string) {
-	if b.opts.CertMode != CertManager {
+	if b.opts.CertMode != convention.CertManager {
 		return
 	}
 	issuer := b.opts.CertIssuer

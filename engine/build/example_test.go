@@ -8,6 +8,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
@@ -20,7 +21,7 @@ parallelism: {data: 4, dataLocal: 2}
 template: {containers: [{name: main, image: vllm}]}
 worker: {containers: [{name: main, image: vllm}]}
 `), &spec)
-	objs, err := build.Children(svc, &spec, build.Options{Phase: build.PhaseV1})
+	objs, err := build.Children(svc, &spec, build.Options{Phase: convention.PhaseV1})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,19 +6,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
-// GatewayTLS and its values are convention's: see there.
-type GatewayTLS = convention.GatewayTLS
-
-// What tells the gateway to originate TLS (convention.GatewayTLS).
-const (
-	GatewayTLSNone             = convention.GatewayTLSNone
-	GatewayTLSIstio            = convention.GatewayTLSIstio
-	GatewayTLSBackendTLSPolicy = convention.GatewayTLSBackendTLSPolicy
-)
-
-// ParseGatewayTLS checks a gateway TLS name.
-func ParseGatewayTLS(s string) (GatewayTLS, error) { return convention.ParseGatewayTLS(s) }
-
 // ComponentShadowService labels the DestinationRule of Istio's shadow
 // Service of the pool.
 const ComponentShadowService = "llminferenceservice-shadow-service"
@@ -30,7 +17,7 @@ const ComponentShadowService = "llminferenceservice-shadow-service"
 // name checked are the Service's cluster name, which every certificate
 // mode puts in the certificate.
 func (b *builder) gatewayTLS() {
-	if b.spec.Router == nil || b.opts.GatewayTLS == "" || b.opts.GatewayTLS == GatewayTLSNone {
+	if b.spec.Router == nil || b.opts.GatewayTLS == "" || b.opts.GatewayTLS == convention.GatewayTLSNone {
 		return
 	}
 	workload := b.builtService(b.names.workloadService)
@@ -38,7 +25,7 @@ func (b *builder) gatewayTLS() {
 	pool := b.builtIn(GroupPoolV1, "InferencePool", b.names.pool)
 	workloadHost := b.host(b.names.workloadService)
 	switch b.opts.GatewayTLS {
-	case GatewayTLSIstio:
+	case convention.GatewayTLSIstio:
 		if epp {
 			b.add(b.destinationRule(b.names.eppTLS, ComponentScheduler, b.host(b.names.eppService), b.host(b.names.eppService)))
 		}
@@ -51,7 +38,7 @@ func (b *builder) gatewayTLS() {
 		if pool && workload && b.opts.IstioShadowService != "" {
 			b.add(b.destinationRule(b.names.shadowTLS, ComponentShadowService, b.host(b.opts.IstioShadowService), workloadHost))
 		}
-	case GatewayTLSBackendTLSPolicy:
+	case convention.GatewayTLSBackendTLSPolicy:
 		if epp {
 			b.add(b.backendTLSPolicy(b.names.eppTLS, ComponentScheduler, b.host(b.names.eppService), b.names.eppService, false))
 		}
@@ -87,7 +74,7 @@ func (b *builder) host(service string) string {
 // credentialName from the proxy's namespace only).
 func (b *builder) destinationRule(name, component, host, sni string) *unstructured.Unstructured {
 	tls := map[string]any{"mode": "SIMPLE", "sni": sni, "subjectAltNames": []any{sni}}
-	if b.opts.CertMode == CertServiceCA {
+	if b.opts.CertMode == convention.CertServiceCA {
 		tls["caCertificates"] = convention.ServiceCAFile
 	} else {
 		tls["credentialName"] = convention.CABundleName

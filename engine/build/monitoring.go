@@ -69,7 +69,7 @@ func relabelings(role bool) []any {
 // pod IPs, which it is not issued for).
 func (b *builder) engineMonitor() *unstructured.Unstructured {
 	ca := map[string]any{"secret": map[string]any{"name": b.names.tlsSecret, "key": convention.CABundleKey}}
-	if b.opts.CertMode == CertServiceCA {
+	if b.opts.CertMode == convention.CertServiceCA {
 		ca = map[string]any{"configMap": map[string]any{"name": convention.ServiceCAConfigMap, "key": convention.ServiceCAConfigMapKey}}
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -78,9 +78,9 @@ func (b *builder) engineMonitor() *unstructured.Unstructured {
 		"metadata":   b.unstructuredMeta(b.names.engineMonitor, ComponentMonitoring),
 		"spec": map[string]any{
 			"selector": map[string]any{
-				"matchLabels": map[string]any{LabelPartOf: PartOf, LabelName: b.svc.Name},
+				"matchLabels": map[string]any{convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name},
 				"matchExpressions": []any{map[string]any{
-					"key": LabelComponent, "operator": "In", "values": workloadComponents,
+					"key": convention.LabelComponent, "operator": "In", "values": workloadComponents,
 				}},
 			},
 			"podMetricsEndpoints": []any{map[string]any{

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // ComponentRouter labels the route.
@@ -48,8 +50,8 @@ func (b *builder) route() error {
 		spec.Rules[i].BackendRefs = b.backends(spec.Rules[i].BackendRefs)
 	}
 	meta := b.meta(b.names.route, ComponentRouter)
-	if b.opts.Phase == PhaseV1 || b.opts.Phase == PhaseRetired {
-		meta.Annotations = map[string]string{AnnotationMigrated: "v1"}
+	if b.opts.Phase == convention.PhaseV1 || b.opts.Phase == convention.PhaseRetired {
+		meta.Annotations = map[string]string{convention.AnnotationMigrated: "v1"}
 	}
 	b.add(&gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
@@ -147,11 +149,11 @@ func (b *builder) phaseBackends(ref gatewayv1.HTTPBackendRef) []gatewayv1.HTTPBa
 		return r
 	}
 	switch b.opts.Phase {
-	case PhaseAlpha2:
+	case convention.PhaseAlpha2:
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1alpha2, ref.Weight)}
-	case PhaseDual:
+	case convention.PhaseDual:
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1alpha2, ptr[int32](100)), at(GroupPoolV1, ptr[int32](0))}
-	case PhaseV1:
+	case convention.PhaseV1:
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1, ptr[int32](100)), at(GroupPoolV1alpha2, ptr[int32](0))}
 	default:
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1, ref.Weight)}

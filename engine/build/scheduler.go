@@ -12,6 +12,7 @@ import (
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Scheduler component and ports.
@@ -44,7 +45,7 @@ func (b *builder) scheduler() error {
 		return nil
 	}
 	pod := s.Template.DeepCopy()
-	if b.opts.CertMode == CertServiceCA || b.opts.CertMode == CertManager {
+	if b.opts.CertMode == convention.CertServiceCA || b.opts.CertMode == convention.CertManager {
 		for i := range pod.Volumes {
 			if v := &pod.Volumes[i]; v.Name == TLSVolume && v.Secret != nil {
 				v.Secret.SecretName = b.names.eppTLSSecret
@@ -145,9 +146,9 @@ func (b *builder) pools(s *v1alpha2.SchedulerSpec) error {
 		}
 	}
 	// Never empty: the v1 CRD rejects an empty matchLabels.
-	labels[LabelPartOf] = PartOf
-	labels[LabelName] = b.svc.Name
-	labels[LabelKServeComponent] = "workload"
+	labels[convention.LabelPartOf] = convention.PartOf
+	labels[convention.LabelName] = b.svc.Name
+	labels[convention.LabelKServeComponent] = "workload"
 
 	ports := spec.TargetPorts
 	if len(ports) == 0 {
@@ -175,7 +176,7 @@ func (b *builder) pools(s *v1alpha2.SchedulerSpec) error {
 	}
 
 	meta := b.meta(b.names.pool, ComponentScheduler)
-	if b.opts.Phase != PhaseAlpha2 {
+	if b.opts.Phase != convention.PhaseAlpha2 {
 		v1 := &gieapiv1.InferencePool{
 			TypeMeta:   metav1.TypeMeta{APIVersion: GroupPoolV1 + "/v1", Kind: "InferencePool"},
 			ObjectMeta: meta,
@@ -199,7 +200,7 @@ func (b *builder) pools(s *v1alpha2.SchedulerSpec) error {
 		}
 		b.add(v1)
 	}
-	if b.opts.Phase != PhaseRetired {
+	if b.opts.Phase != convention.PhaseRetired {
 		k := gieapixv1alpha2.Kind(kind)
 		pn := gieapixv1alpha2.PortNumber(port)
 		fm := gieapixv1alpha2.ExtensionFailureMode(failure)

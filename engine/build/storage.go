@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Storage volume and container names, as KServe names them.
@@ -86,7 +88,7 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 		if _, err := url.Parse("oci://" + rest); err != nil {
 			return fmt.Errorf("spec.model.uri %q: %w", uri, err)
 		}
-		if b.opts.OCIModelSource == OCIImageVolume {
+		if b.opts.OCIModelSource == convention.OCIImageVolume {
 			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: modelImageVolume, VolumeSource: corev1.VolumeSource{
 				Image: &corev1.ImageVolumeSource{Reference: rest, PullPolicy: corev1.PullIfNotPresent},
 			}})

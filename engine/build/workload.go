@@ -16,6 +16,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Component label values of the workloads.
@@ -208,8 +209,8 @@ func hasEnv(c *corev1.Container, name string) bool {
 func (b *builder) podLabels(component, role string, serving bool) map[string]string {
 	l := b.labels(component)
 	if serving {
-		l[LabelKServeComponent] = "workload"
-		l[LabelRole] = role
+		l[convention.LabelKServeComponent] = "workload"
+		l[convention.LabelRole] = role
 	}
 	for k, v := range b.svc.Labels {
 		if strings.HasPrefix(k, "kueue.x-k8s.io") {
@@ -274,7 +275,7 @@ func (b *builder) workloadService(role string) *corev1.Service {
 				Protocol: corev1.ProtocolTCP, AppProtocol: &https,
 			}},
 			Selector: map[string]string{
-				LabelPartOf: PartOf, LabelName: b.svc.Name, LabelKServeComponent: "workload", LabelRole: role,
+				convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name, convention.LabelKServeComponent: "workload", convention.LabelRole: role,
 			},
 		},
 	}
@@ -314,7 +315,7 @@ func (b *builder) roleBinding(name, role, sa, component string) *rbacv1.RoleBind
 // servingCert asks for a serving certificate in secret for a Service, when
 // the certificate mode is one that is asked for by annotation.
 func (b *builder) servingCert(m metav1.ObjectMeta, secret string) metav1.ObjectMeta {
-	if b.opts.CertMode == CertServiceCA {
+	if b.opts.CertMode == convention.CertServiceCA {
 		m.Annotations = map[string]string{AnnotationServingCert: secret}
 	}
 	return m

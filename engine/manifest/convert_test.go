@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
@@ -33,8 +33,8 @@ func TestToUnstructuredMatchesApimachinery(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, svc := range in.Services {
-			for _, phase := range build.Phases {
-				for _, mode := range []build.CertMode{build.CertSelfSigned, build.CertServiceCA, build.CertManager} {
+			for _, phase := range convention.Phases {
+				for _, mode := range []convention.CertMode{convention.CertSelfSigned, convention.CertServiceCA, convention.CertManager} {
 					res, err := engine.Render(t.Context(), svc.Service, catalog, engine.Options{Images: images, Phase: phase, CertMode: mode})
 					if err != nil {
 						continue // the bad-input cases

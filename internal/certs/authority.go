@@ -27,12 +27,6 @@ const (
 	// CACommonName is the subject of the CAs this package makes.
 	CACommonName = "odh-serving self-signed CA"
 
-	// LabelManagedBy and ManagedBy mark every secret this package writes.
-	LabelManagedBy = convention.LabelManagedBy
-	ManagedBy      = convention.ManagedBy
-
-	// FieldManager writes the secrets (they are odh-serving's children).
-	FieldManager = convention.FieldManager
 	// InjectorFieldManager writes the caBundle fields of the webhook
 	// configuration and the CRDs, so managedFields show who owns them.
 	InjectorFieldManager = "odh-serving-certs"
@@ -183,7 +177,7 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 			// Only the bundle is stale (the CA rotated): no new key.
 			upd := live.DeepCopy()
 			upd.Data[KeyBundle] = st.bundle
-			if err := c.Update(ctx, upd, client.FieldOwner(FieldManager)); err != nil {
+			if err := c.Update(ctx, upd, client.FieldOwner(convention.FieldManager)); err != nil {
 				return Result{}, nil, fmt.Errorf("update CA bundle of serving secret %s: %w", key, err)
 			}
 			res.Changed = true
@@ -199,14 +193,14 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 	data := map[string][]byte{KeyCert: pair.CertPEM, KeyKey: pair.KeyPEM, KeyBundle: st.bundle}
 	if apierrors.IsNotFound(err) {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}},
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
 		if owner != nil {
 			s.OwnerReferences = []metav1.OwnerReference{*owner}
 		}
-		if err := c.Create(ctx, s, client.FieldOwner(FieldManager)); err != nil {
+		if err := c.Create(ctx, s, client.FieldOwner(convention.FieldManager)); err != nil {
 			return Result{}, nil, fmt.Errorf("create serving secret %s: %w", key, err)
 		}
 		return res, s, nil
@@ -218,14 +212,14 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 	if upd.Labels == nil {
 		upd.Labels = map[string]string{}
 	}
-	upd.Labels[LabelManagedBy] = ManagedBy
+	upd.Labels[convention.LabelManagedBy] = convention.ManagedBy
 	if upd.Data == nil {
 		upd.Data = map[string][]byte{}
 	}
 	for k, v := range data {
 		upd.Data[k] = v
 	}
-	if err := c.Update(ctx, upd, client.FieldOwner(FieldManager)); err != nil {
+	if err := c.Update(ctx, upd, client.FieldOwner(convention.FieldManager)); err != nil {
 		return Result{}, nil, fmt.Errorf("rotate serving secret %s: %w", key, err)
 	}
 	return res, upd, nil
@@ -314,19 +308,19 @@ func (a *Authority) load(ctx context.Context, r client.Reader, c client.Client, 
 		data := map[string][]byte{KeyCert: ca.CertPEM, KeyKey: ca.KeyPEM, KeyBundle: bundle}
 		if apierrors.IsNotFound(err) {
 			s := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+				ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}},
 				Type:       corev1.SecretTypeTLS,
 				Data:       data,
 			}
-			err = c.Create(ctx, s, client.FieldOwner(FieldManager))
+			err = c.Create(ctx, s, client.FieldOwner(convention.FieldManager))
 		} else {
 			upd := live.DeepCopy()
 			if upd.Labels == nil {
 				upd.Labels = map[string]string{}
 			}
-			upd.Labels[LabelManagedBy] = ManagedBy
+			upd.Labels[convention.LabelManagedBy] = convention.ManagedBy
 			upd.Data = data
-			err = c.Update(ctx, upd, client.FieldOwner(FieldManager))
+			err = c.Update(ctx, upd, client.FieldOwner(convention.FieldManager))
 		}
 		if err == nil {
 			return stateOf(ca, bundle)

@@ -1,16 +1,9 @@
 package cli
 
-import (
-	"github.com/opendatahub-io/odh-serving/engine/convention"
-	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
-)
+import "github.com/opendatahub-io/odh-serving/internal/cli/offline"
 
 // Streams are where a command reads and writes.
 type Streams = offline.Streams
-
-// WeightsManagedByAnnotation marks the HTTPRoutes that static mode
-// renders; see convention.AnnotationWeightsManagedBy.
-const WeightsManagedByAnnotation = convention.AnnotationWeightsManagedBy
 
 // Main runs the command line with args and returns the exit code. The
 // commands run under a context that SIGINT and SIGTERM cancel.

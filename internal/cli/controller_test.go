@@ -11,6 +11,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 )
@@ -30,7 +31,7 @@ func TestControllerFlags(t *testing.T) {
 	prefix := "kserve-"
 	want := controller.Options{
 		Options: engine.Options{
-			SystemNamespace: "opendatahub", CertMode: build.CertSelfSigned, OCIModelSource: build.OCIModelcar,
+			SystemNamespace: "opendatahub", CertMode: convention.CertSelfSigned, OCIModelSource: convention.OCIModelcar,
 			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
 			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
 			Prometheus: build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
@@ -58,11 +59,11 @@ func TestControllerFlags(t *testing.T) {
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
-			SystemNamespace: "odh", CertMode: build.CertManager, CertIssuer: build.CertIssuer{Kind: "Issuer", Name: "ca"},
+			SystemNamespace: "odh", CertMode: convention.CertManager, CertIssuer: build.CertIssuer{Kind: "Issuer", Name: "ca"},
 			PresetPrefix: &empty, IngressGatewayName: "gw", IngressGatewayNamespace: "gw-ns",
 			InternalGatewayName: "kserve-internal-gateway", InternalGatewayNamespace: "gw-ns",
 			Images:        map[string]string{"vllm": "example.com/vllm:1", "endpointPicker": "example.com/epp:2", "storageInitializer": "example.com/si:3"},
-			ImageRegistry: "mirror.example.com", OCIModelSource: build.OCIImageVolume,
+			ImageRegistry: "mirror.example.com", OCIModelSource: convention.OCIImageVolume,
 			Prometheus: build.Prometheus{URL: "https://thanos:9091", AuthModes: "bearer", TriggerAuthName: "prom",
 				TriggerAuthKind: "ClusterTriggerAuthentication", UnsafeSSL: true},
 		},

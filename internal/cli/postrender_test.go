@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/internal/cli"
 )
 
 func TestPostRenderStaticMarksRouteWeights(t *testing.T) {
@@ -21,13 +21,13 @@ func TestPostRenderStaticMarksRouteWeights(t *testing.T) {
 	}
 	routes := 0
 	for _, d := range docs {
-		marked := d.Object.GetAnnotations()[cli.WeightsManagedByAnnotation] == "controller"
+		marked := d.Object.GetAnnotations()[convention.AnnotationWeightsManagedBy] == "controller"
 		isRoute := d.Object.GetKind() == "HTTPRoute"
 		if isRoute {
 			routes++
 		}
 		if marked != isRoute {
-			t.Errorf("%s %s: annotation %s present %v; want it on HTTPRoutes only", d.Object.GetKind(), d.Object.GetName(), cli.WeightsManagedByAnnotation, marked)
+			t.Errorf("%s %s: annotation %s present %v; want it on HTTPRoutes only", d.Object.GetKind(), d.Object.GetName(), convention.AnnotationWeightsManagedBy, marked)
 		}
 	}
 	if routes != 2 {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
@@ -130,7 +131,7 @@ func (r *Reconciler) keepAccess(ctx context.Context, p *pass, keep map[childID]b
 	for _, k := range []kind{{gvk: gvkRole}, {gvk: gvkRoleBinding}} {
 		list := k.newList()
 		err := r.client.List(ctx, list, client.InNamespace(p.svc.Namespace), client.MatchingFields{indexChildOf: p.svc.Name},
-			client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: p.svc.Name, build.LabelComponent: build.ComponentModelAccess})
+			client.MatchingLabels{convention.LabelPartOf: convention.PartOf, convention.LabelName: p.svc.Name, convention.LabelComponent: build.ComponentModelAccess})
 		if err != nil {
 			return fmt.Errorf("list %s children of %s/%s: %w", k.gvk.Kind, p.svc.Namespace, p.svc.Name, err)
 		}

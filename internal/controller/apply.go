@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Annotations the controller puts on children.
@@ -269,7 +270,7 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 	default:
 		return false, fmt.Errorf("get %s %s: %w", k.gvk.Kind, key, err)
 	}
-	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %s %s: %w", k.gvk.Kind, key, err)
 	}
 	return true, nil

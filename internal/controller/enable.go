@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // enabler starts the watches of optional kinds when their CRDs are
@@ -49,7 +49,7 @@ const syncTimeout = time.Minute
 func (e *enabler) wanted() []string {
 	var out []string
 	for crd := range optionalCRDs {
-		if crd == crdCertificate && e.r.opts.CertMode != build.CertManager {
+		if crd == crdCertificate && e.r.opts.CertMode != convention.CertManager {
 			continue
 		}
 		if (crd == crdPodMonitor || crd == crdServiceMonitor) && !e.r.opts.monitoring() {

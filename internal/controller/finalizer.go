@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Finalizer is on every service the controller manages, so that its
@@ -25,7 +26,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, svc *v1alpha2.LLMInfer
 	}
 	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(svc, Finalizer)
-	if err := r.client.Patch(ctx, svc, patch, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.client.Patch(ctx, svc, patch, client.FieldOwner(convention.FieldManager)); err != nil {
 		return fmt.Errorf("add finalizer to LLMInferenceService %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
@@ -47,7 +48,7 @@ func (r *Reconciler) finalize(ctx context.Context, svc *v1alpha2.LLMInferenceSer
 	}
 	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(svc, Finalizer)
-	if err := r.client.Patch(ctx, svc, patch, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.client.Patch(ctx, svc, patch, client.FieldOwner(convention.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from LLMInferenceService %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil

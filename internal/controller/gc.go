@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // childID names a child by kind and name.
@@ -36,7 +36,7 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 		return err
 	}
 	for _, k := range childKinds {
-		if !r.kinds.has(k) || (k.certManager && r.opts.CertMode != build.CertManager) {
+		if !r.kinds.has(k) || (k.certManager && r.opts.CertMode != convention.CertManager) {
 			continue
 		}
 		if err := r.pruneKind(ctx, p.svc, k, keep); err != nil {
@@ -59,7 +59,7 @@ func (r *Reconciler) pruneKind(ctx context.Context, svc *v1alpha2.LLMInferenceSe
 func (r *Reconciler) pruneFrom(ctx context.Context, reader client.Reader, indexed bool, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
 	list := k.newList()
 	opts := []client.ListOption{
-		client.MatchingLabels{build.LabelPartOf: build.PartOf, build.LabelName: svc.Name},
+		client.MatchingLabels{convention.LabelPartOf: convention.PartOf, convention.LabelName: svc.Name},
 	}
 	if indexed {
 		opts = append(opts, client.MatchingFields{indexChildOf: svc.Name})

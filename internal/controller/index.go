@@ -14,7 +14,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
 
@@ -47,8 +47,8 @@ const (
 // indexChildren indexes a child kind by the service its labels name.
 func indexChildren(ctx context.Context, indexer client.FieldIndexer, k kind) error {
 	return indexer.IndexField(ctx, k.newObject(), indexChildOf, func(o client.Object) []string {
-		if l := o.GetLabels(); l[build.LabelPartOf] == build.PartOf && l[build.LabelName] != "" {
-			return []string{l[build.LabelName]}
+		if l := o.GetLabels(); l[convention.LabelPartOf] == convention.PartOf && l[convention.LabelName] != "" {
+			return []string{l[convention.LabelName]}
 		}
 		return nil
 	})
@@ -151,8 +151,8 @@ func (q requests) addAll(items []v1alpha2.LLMInferenceService) {
 // in static mode (Helm makes the children) the one its labels name.
 func (r *Reconciler) owner(q requests, obj client.Object) {
 	if r.opts.StaticMode {
-		if l := obj.GetLabels(); l[build.LabelPartOf] == build.PartOf && l[build.LabelName] != "" {
-			q.add(obj.GetNamespace(), l[build.LabelName])
+		if l := obj.GetLabels(); l[convention.LabelPartOf] == convention.PartOf && l[convention.LabelName] != "" {
+			q.add(obj.GetNamespace(), l[convention.LabelName])
 		}
 		return
 	}

@@ -24,7 +24,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 )
@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return fmt.Errorf("add the CRD lifecycle: %w", err)
 		}
 	}
-	if opts.CertMode == build.CertSelfSigned {
+	if opts.CertMode == convention.CertSelfSigned {
 		opts.ca = newAuthority(mgr, opts)
 		if !opts.DisableWebhooks {
 			w := &certs.WebhookCerts{
@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			}
 		}
 	}
-	if opts.MaaS && opts.CertMode == build.CertSelfSigned {
+	if opts.MaaS && opts.CertMode == convention.CertSelfSigned {
 		err := mgr.Add(&certs.APIServiceCerts{
 			Client: direct, CA: opts.ca, ServiceName: MaaSAPIServerService, APIService: MaaSAPIService,
 			Secret: types.NamespacedName{Namespace: opts.SystemNamespace, Name: MaaSAPIServerSecret},
@@ -103,9 +103,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			// Secrets are many and sensitive: only ours (serving
 			// certificates and the CA carry managed-by).
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{certs.LabelManagedBy: certs.ManagedBy})},
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelManagedBy: convention.ManagedBy})},
 			// Cluster-scoped children carry the engine's part-of label.
-			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{build.LabelPartOf: build.PartOf})},
+			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelPartOf: convention.PartOf})},
 		},
 	}
 	if opts.MaaS {

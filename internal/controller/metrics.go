@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Metrics of our own, served with controller-runtime's on /metrics.
@@ -55,9 +55,9 @@ func (g *phaseGauge) record(key, from, to string) {
 		return
 	}
 	switch {
-	case to == string(build.PhaseV1) && (from == string(build.PhaseAlpha2) || from == string(build.PhaseDual)):
+	case to == string(convention.PhaseV1) && (from == string(convention.PhaseAlpha2) || from == string(convention.PhaseDual)):
 		migrationsTotal.WithLabelValues(to).Inc()
-	case to == string(build.PhaseRetired) && from == string(build.PhaseV1):
+	case to == string(convention.PhaseRetired) && from == string(convention.PhaseV1):
 		migrationsTotal.WithLabelValues(to).Inc()
 	}
 }

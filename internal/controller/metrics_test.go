@@ -15,6 +15,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // TestMigrationCountedOnceAcrossConflicts: a service whose status moves
@@ -27,7 +28,7 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 	}
 	svc := testService()
 	svc.Name = "counted-once"
-	svc.Status.InferencePool = &v1alpha2.InferencePoolStatus{Name: "p", Group: build.GroupPoolV1alpha2, MigrationPhase: string(build.PhaseDual)}
+	svc.Status.InferencePool = &v1alpha2.InferencePoolStatus{Name: "p", Group: build.GroupPoolV1alpha2, MigrationPhase: string(convention.PhaseDual)}
 	conflicts := 2
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(svc).WithStatusSubresource(svc).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -42,7 +43,7 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 	r := &Reconciler{client: c}
 	key := client.ObjectKeyFromObject(svc)
 	t.Cleanup(func() { phases.forget(key.String()) })
-	counter := migrationsTotal.WithLabelValues(string(build.PhaseV1))
+	counter := migrationsTotal.WithLabelValues(string(convention.PhaseV1))
 	before := value(t, counter)
 
 	// Each reconcile reads the service again, as a retry does, and wants
@@ -54,7 +55,7 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 		}
 		now := time.Now()
 		p := &pass{svc: got, now: now, conds: newConditions(got, now), status: *got.Status.DeepCopy()}
-		p.status.InferencePool = &v1alpha2.InferencePoolStatus{Name: "p", Group: build.GroupPoolV1, MigrationPhase: string(build.PhaseV1)}
+		p.status.InferencePool = &v1alpha2.InferencePoolStatus{Name: "p", Group: build.GroupPoolV1, MigrationPhase: string(convention.PhaseV1)}
 		return r.writeStatus(t.Context(), p)
 	}
 	for i := range 2 {
@@ -73,7 +74,7 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 			t.Fatalf("after the status landed (reconcile %d) the migration counted %v times, want 1", i+1, got)
 		}
 	}
-	if got := value(t, servicesByPhase.WithLabelValues(string(build.PhaseV1))); got < 1 {
+	if got := value(t, servicesByPhase.WithLabelValues(string(convention.PhaseV1))); got < 1 {
 		t.Errorf("odh_serving_services{phase=v1} = %v, want the service counted", got)
 	}
 }

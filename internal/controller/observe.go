@@ -11,6 +11,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // observe works out the status from the children in the cache.
@@ -19,7 +20,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	if p.plan.Stopped {
 		p.conds.remove(workloadConditions...)
 		p.conds.remove(routerConditions...)
-		msg := "the service is stopped (annotation " + build.AnnotationStop + "); remove the annotation to start it"
+		msg := "the service is stopped (annotation " + convention.AnnotationStop + "); remove the annotation to start it"
 		for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady, v1alpha2.ConditionReady} {
 			p.conds.set(t, metav1.ConditionFalse, ReasonStopped, msg)
 		}
@@ -109,10 +110,10 @@ func (r *Reconciler) migrationStatus(p *pass) {
 	}
 	d := p.decision
 	group := build.GroupPoolV1
-	if d.Phase == build.PhaseAlpha2 || d.Phase == build.PhaseDual {
+	if d.Phase == convention.PhaseAlpha2 || d.Phase == convention.PhaseDual {
 		group = build.GroupPoolV1alpha2
 	}
 	p.status.InferencePool = &v1alpha2.InferencePoolStatus{Name: p.plan.Names.Pool, Group: group, MigrationPhase: string(d.Phase)}
-	moved := d.Phase == build.PhaseV1 || d.Phase == build.PhaseRetired
+	moved := d.Phase == convention.PhaseV1 || d.Phase == convention.PhaseRetired
 	p.conds.setBool(ConditionInferencePoolMigrated, moved, orDefault(d.Reason, "Decided"), d.Message)
 }

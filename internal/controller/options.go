@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
@@ -92,8 +91,6 @@ const (
 	DefaultWebhookCertDir          = "/tmp/k8s-webhook-server/serving-certs"
 	DefaultWebhookServiceName      = "odh-serving-webhook"
 	DefaultMaxConcurrentReconciles = 4
-	DefaultIngressGatewayName      = convention.IngressGatewayName
-	DefaultInternalGatewayName     = convention.InternalGatewayName
 
 	// MaaSAPIService, MaaSAPIServerService and MaaSAPIServerSecret are the
 	// chart's MaaS API server: in the self-signed mode (with MaaS) the
@@ -105,8 +102,6 @@ const (
 
 	// LeaderElectionID is the Lease the replicas compete for.
 	LeaderElectionID = "odh-serving-controller.opendatahub.io"
-	// FieldManager writes children, CRDs and status.
-	FieldManager = convention.FieldManager
 )
 
 func (o Options) withDefaults() Options {
@@ -152,7 +147,7 @@ func (o Options) validate() error {
 	if o.MaaS && o.StaticMode {
 		errs = append(errs, errors.New("field MaaS: not in static mode, where Helm makes the children"))
 	}
-	if o.CertMode == build.CertManager && o.CertIssuer.Name == "" {
+	if o.CertMode == convention.CertManager && o.CertIssuer.Name == "" {
 		errs = append(errs, errors.New("field CertIssuer.Name: required when CertMode is cert-manager"))
 	}
 	return errors.Join(errs...)
@@ -165,7 +160,7 @@ func (o Options) monitoring() bool { return !o.DisableMonitoring && !o.StaticMod
 
 // engineOptions are the render options for a phase, with images (the
 // built-in ones with Images over them).
-func (o Options) engineOptions(images map[string]string, phase build.Phase) engine.Options {
+func (o Options) engineOptions(images map[string]string, phase convention.Phase) engine.Options {
 	opts := o.Options
 	opts.Images = images
 	opts.Phase = phase

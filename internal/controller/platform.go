@@ -14,7 +14,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
@@ -36,13 +35,13 @@ func (r *Reconciler) monitoring() bool {
 // BackendTLSPolicies when any is of an implementation known to read them
 // (convention.BackendTLSPolicyGatewayControllers), each only while its CRD
 // is served. Istio's shadow Service of the pool is looked up for Istio.
-func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (build.GatewayTLS, string, error) {
+func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (convention.GatewayTLS, string, error) {
 	if r.opts.StaticMode || !r.kinds.hasCRD(crdGateway) {
-		return build.GatewayTLSNone, "", nil
+		return convention.GatewayTLSNone, "", nil
 	}
 	parents, err := r.routeParents(ctx, p)
 	if err != nil || len(parents) == 0 {
-		return build.GatewayTLSNone, "", err
+		return convention.GatewayTLSNone, "", err
 	}
 	istio, btp := false, false
 	for _, key := range parents {
@@ -73,11 +72,11 @@ func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (build.GatewayTLS,
 	switch {
 	case istio && r.kinds.hasCRD(crdDestinationRule):
 		shadow, err := r.shadowService(ctx, p)
-		return build.GatewayTLSIstio, shadow, err
+		return convention.GatewayTLSIstio, shadow, err
 	case !istio && btp && r.kinds.hasCRD(crdBackendTLSPolicy):
-		return build.GatewayTLSBackendTLSPolicy, "", nil
+		return convention.GatewayTLSBackendTLSPolicy, "", nil
 	}
-	return build.GatewayTLSNone, "", nil
+	return convention.GatewayTLSNone, "", nil
 }
 
 // routeParents are the Gateways the service's routes attach to: the

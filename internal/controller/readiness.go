@@ -12,6 +12,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // verdict is the readiness of one object: a condition status, reason and
@@ -78,7 +79,7 @@ func gatewayVerdict(g *gatewayv1.Gateway) verdict {
 // resolved references. A backend kind the gateway rejects (InvalidKind) is
 // tolerated while the route also sends traffic to the other pool group.
 // Conditions of an older generation of the route are ignored.
-func routeVerdict(rt *gatewayv1.HTTPRoute, phase build.Phase) verdict {
+func routeVerdict(rt *gatewayv1.HTTPRoute, phase convention.Phase) verdict {
 	seen := false
 	for _, p := range rt.Status.Parents {
 		accepted := fresh(p.Conditions, string(gatewayv1.RouteConditionAccepted), rt.Generation)
@@ -93,7 +94,7 @@ func routeVerdict(rt *gatewayv1.HTTPRoute, phase build.Phase) verdict {
 		if resolved == nil || resolved.Status == metav1.ConditionTrue {
 			continue
 		}
-		bothGroups := phase == build.PhaseDual || phase == build.PhaseV1
+		bothGroups := phase == convention.PhaseDual || phase == convention.PhaseV1
 		if resolved.Reason == string(gatewayv1.RouteReasonInvalidKind) && bothGroups {
 			continue
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 )
@@ -164,7 +164,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if tls != build.GatewayTLSNone {
+	if tls != convention.GatewayTLSNone {
 		if p.res, err = p.plan.WithPlatform(tls, shadow, opts.Monitoring).Build(p.decision.Phase); err != nil {
 			p.renderFailed(err)
 			return 0, nil

@@ -22,6 +22,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // HandoverFieldManager is the field manager that holds a workload's
@@ -182,7 +183,7 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, key types.NamespacedN
 		return fmt.Errorf("get %s %s: %w", k.gvk.Kind, key, err)
 	}
 	replicas, found, err := unstructured.NestedInt64(live.Object, "spec", "replicas")
-	if err != nil || !found || !ownsReplicas(live.GetManagedFields(), FieldManager) {
+	if err != nil || !found || !ownsReplicas(live.GetManagedFields(), convention.FieldManager) {
 		return nil
 	}
 	h := &unstructured.Unstructured{}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 func hpaFor(name, apiVersion, kind, target string) *autoscalingv2.HorizontalPodAutoscaler {
@@ -130,16 +131,16 @@ func TestOwnsReplicas(t *testing.T) {
 		fields []metav1.ManagedFieldsEntry
 		want   bool
 	}{
-		{"applied", []metav1.ManagedFieldsEntry{entry(FieldManager, metav1.ManagedFieldsOperationApply, replicas)}, true},
-		{"applied without replicas", []metav1.ManagedFieldsEntry{entry(FieldManager, metav1.ManagedFieldsOperationApply, noReplicas)}, false},
+		{"applied", []metav1.ManagedFieldsEntry{entry(convention.FieldManager, metav1.ManagedFieldsOperationApply, replicas)}, true},
+		{"applied without replicas", []metav1.ManagedFieldsEntry{entry(convention.FieldManager, metav1.ManagedFieldsOperationApply, noReplicas)}, false},
 		{"another manager", []metav1.ManagedFieldsEntry{
-			entry(FieldManager, metav1.ManagedFieldsOperationApply, noReplicas),
+			entry(convention.FieldManager, metav1.ManagedFieldsOperationApply, noReplicas),
 			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, replicas),
 		}, false},
-		{"an update, not an apply", []metav1.ManagedFieldsEntry{entry(FieldManager, metav1.ManagedFieldsOperationUpdate, replicas)}, false},
+		{"an update, not an apply", []metav1.ManagedFieldsEntry{entry(convention.FieldManager, metav1.ManagedFieldsOperationUpdate, replicas)}, false},
 		{"no managed fields", nil, false},
 	} {
-		if got := ownsReplicas(c.fields, FieldManager); got != c.want {
+		if got := ownsReplicas(c.fields, convention.FieldManager); got != c.want {
 			t.Errorf("%s: ownsReplicas = %v, want %v", c.name, got, c.want)
 		}
 	}

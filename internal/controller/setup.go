@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/presets"
@@ -69,7 +68,7 @@ func Setup(mgr manager.Manager, opts Options) error {
 	}
 	// Static mode too: Helm renders no key, so the workloads' and endpoint
 	// pickers' self-signed secrets come from here in either mode.
-	if opts.CertMode == build.CertSelfSigned {
+	if opts.CertMode == convention.CertSelfSigned {
 		r.authority = opts.ca
 		if r.authority == nil {
 			r.authority = newAuthority(mgr, opts)

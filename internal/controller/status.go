@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // writeStatus patches the status when it changed, and only then.
@@ -30,7 +31,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	if !equality.Semantic.DeepEqual(p.svc.Status, p.status) {
 		base := p.svc.DeepCopy()
 		p.svc.Status = p.status
-		if err := r.client.Status().Patch(ctx, p.svc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		if err := r.client.Status().Patch(ctx, p.svc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(convention.FieldManager)); err != nil {
 			// Not recorded: the retry reads the same old phase and counts
 			// the step then, once.
 			return fmt.Errorf("patch status of LLMInferenceService %s: %w", key, err)

@@ -9,7 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 func TestConditionsKeepTransitionTimes(t *testing.T) {
@@ -82,17 +82,17 @@ func cnd(t string, ok bool, reason string, gen int64) metav1.Condition {
 func TestRouteVerdict(t *testing.T) {
 	for name, tc := range map[string]struct {
 		route *gatewayv1.HTTPRoute
-		phase build.Phase
+		phase convention.Phase
 		ok    bool
 	}{
-		"accepted and resolved":          {routeWithParent(2, cnd("Accepted", true, "Accepted", 2), cnd("ResolvedRefs", true, "ResolvedRefs", 2)), build.PhaseV1, true},
-		"stale acceptance":               {routeWithParent(3, cnd("Accepted", true, "Accepted", 2)), build.PhaseV1, false},
-		"not accepted":                   {routeWithParent(1, cnd("Accepted", false, "NotAllowedByListeners", 1)), build.PhaseV1, false},
-		"no status":                      {routeWithParent(1), build.PhaseV1, false},
-		"invalid kind while dual":        {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "InvalidKind", 1)), build.PhaseDual, true},
-		"invalid kind with one group":    {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "InvalidKind", 1)), build.PhaseRetired, false},
-		"backend not found":              {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "BackendNotFound", 1)), build.PhaseDual, false},
-		"stale refusal of resolved refs": {routeWithParent(2, cnd("Accepted", true, "Accepted", 2), cnd("ResolvedRefs", false, "BackendNotFound", 1)), build.PhaseV1, true},
+		"accepted and resolved":          {routeWithParent(2, cnd("Accepted", true, "Accepted", 2), cnd("ResolvedRefs", true, "ResolvedRefs", 2)), convention.PhaseV1, true},
+		"stale acceptance":               {routeWithParent(3, cnd("Accepted", true, "Accepted", 2)), convention.PhaseV1, false},
+		"not accepted":                   {routeWithParent(1, cnd("Accepted", false, "NotAllowedByListeners", 1)), convention.PhaseV1, false},
+		"no status":                      {routeWithParent(1), convention.PhaseV1, false},
+		"invalid kind while dual":        {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "InvalidKind", 1)), convention.PhaseDual, true},
+		"invalid kind with one group":    {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "InvalidKind", 1)), convention.PhaseRetired, false},
+		"backend not found":              {routeWithParent(1, cnd("Accepted", true, "Accepted", 1), cnd("ResolvedRefs", false, "BackendNotFound", 1)), convention.PhaseDual, false},
+		"stale refusal of resolved refs": {routeWithParent(2, cnd("Accepted", true, "Accepted", 2), cnd("ResolvedRefs", false, "BackendNotFound", 1)), convention.PhaseV1, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := routeVerdict(tc.route, tc.phase); got.ok != tc.ok {

@@ -163,7 +163,7 @@ func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace str
 			Data: map[string]string{convention.CABundleKey: string(bundle)},
 		}
 	}
-	if err := r.client.Patch(ctx, desired, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.client.Patch(ctx, desired, client.Apply, client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write the CA bundle %T %s: %w", desired, key, err)
 	}
 	return nil

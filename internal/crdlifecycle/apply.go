@@ -21,11 +21,6 @@ import (
 
 // Names odh-serving marks its CRDs with.
 const (
-	// FieldManager applies the CRDs.
-	FieldManager = convention.FieldManager
-	// LabelManagedBy and ManagedBy label the CRDs as odh-serving's.
-	LabelManagedBy = convention.LabelManagedBy
-	ManagedBy      = convention.ManagedBy
 	// AnnotationBundleVersion is the GIE release a CRD comes from.
 	AnnotationBundleVersion = "inference.networking.k8s.io/bundle-version"
 	// AnnotationLLMDBundleVersion is the llm-d release of the llm-d.ai CRDs
@@ -106,7 +101,7 @@ func GIECRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		if crd.Labels == nil {
 			crd.Labels = map[string]string{}
 		}
-		crd.Labels[LabelManagedBy] = ManagedBy
+		crd.Labels[convention.LabelManagedBy] = convention.ManagedBy
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 		crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 		out = append(out, crd)
@@ -284,7 +279,7 @@ func serverSideApply(ctx context.Context, c client.Client, crd *apiextensionsv1.
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	u.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
 	u.SetKind("CustomResourceDefinition")
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
 	}
 	return nil

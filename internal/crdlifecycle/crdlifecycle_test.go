@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
@@ -63,7 +64,7 @@ func TestGIECRDs(t *testing.T) {
 	var names []string
 	for _, crd := range got {
 		names = append(names, crd.Name)
-		if crd.Labels[LabelManagedBy] != ManagedBy {
+		if crd.Labels[convention.LabelManagedBy] != convention.ManagedBy {
 			t.Errorf("%s: no managed-by label", crd.Name)
 		}
 		if bundleVersion(crd) == "" {

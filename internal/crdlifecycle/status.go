@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // ServingGroup is the API group odh-serving serves; its CRDs are ours
@@ -124,11 +125,11 @@ func lookup(ctx context.Context, c client.Client) ([]found, error) {
 }
 
 func isOurs(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	if crd.Spec.Group == ServingGroup || crd.Labels[LabelManagedBy] == ManagedBy {
+	if crd.Spec.Group == ServingGroup || crd.Labels[convention.LabelManagedBy] == convention.ManagedBy {
 		return true
 	}
 	for _, mf := range crd.ManagedFields {
-		if mf.Manager == FieldManager {
+		if mf.Manager == convention.FieldManager {
 			return true
 		}
 	}

@@ -26,7 +26,7 @@ const (
 	// period before the v1alpha2 pool is retired.
 	ConditionMigrated = "InferencePoolMigrated"
 	// AnnotationMigrated is the one-way mark odh-serving and KServe write.
-	AnnotationMigrated = build.AnnotationMigrated
+	AnnotationMigrated = convention.AnnotationMigrated
 	// AnnotationMigratedODH is ODH's spelling of the mark, which ODH puts on
 	// the LLMInferenceService. It is read, never written.
 	AnnotationMigratedODH = "serving.kserve.io/inferencepool-migrated"
@@ -35,8 +35,6 @@ const (
 	AnnotationAlpha2Unsupported = "serving.kserve.io/inferencepool-v1alpha2-unsupported"
 	// MigratedValue is the value of the migrated mark.
 	MigratedValue = "v1"
-	// FieldManager owns the route weights patched in static mode.
-	FieldManager = convention.MigrationFieldManager
 )
 
 // Reasons of a Decision, for a condition or an event.
@@ -92,7 +90,7 @@ type Input struct {
 // Decision is the phase to render with and why.
 type Decision struct {
 	// Phase is what to render with (engine.Options.Phase).
-	Phase build.Phase
+	Phase convention.Phase
 	// Reason is CamelCase, for a condition or an event.
 	Reason string
 	// Message says the same for people. It holds no clock readings that
@@ -104,49 +102,49 @@ type Decision struct {
 
 // onlyV1API is the decision when only the v1 API is served: no v1alpha2 pool
 // can exist, so there is nothing to keep for a grace period.
-var onlyV1API = Decision{Phase: build.PhaseRetired, Reason: ReasonAlpha2NotServed,
+var onlyV1API = Decision{Phase: convention.PhaseRetired, Reason: ReasonAlpha2NotServed,
 	Message: "the v1alpha2 InferencePool API is not served; the route uses the v1 pool only"}
 
 // Decide says which phase the service's route is in. See the package
 // documentation for the rules.
 func Decide(in Input) Decision {
 	recorded := recordedPhase(in.Service)
-	if recorded == build.PhaseRetired {
-		return Decision{Phase: build.PhaseRetired, Reason: ReasonRetired,
+	if recorded == convention.PhaseRetired {
+		return Decision{Phase: convention.PhaseRetired, Reason: ReasonRetired,
 			Message: "the v1alpha2 InferencePool is retired; the route sends all traffic to the v1 pool"}
 	}
-	if mark := migratedMark(in.Service, in.Route); recorded == build.PhaseV1 || mark != "" {
+	if mark := migratedMark(in.Service, in.Route); recorded == convention.PhaseV1 || mark != "" {
 		return migrated(in, recorded, mark)
 	}
 	switch {
 	case !in.V1Served && !in.Alpha2Served:
 		p := recorded
 		if p == "" {
-			p = build.PhaseDual
+			p = convention.PhaseDual
 		}
 		return Decision{Phase: p, Reason: ReasonNoPoolAPI,
 			Message: "neither InferencePool API (inference.networking.k8s.io/v1, inference.networking.x-k8s.io/v1alpha2) is served"}
 	case !in.V1Served:
-		return Decision{Phase: build.PhaseAlpha2, Reason: ReasonV1NotServed,
+		return Decision{Phase: convention.PhaseAlpha2, Reason: ReasonV1NotServed,
 			Message: "the v1 InferencePool API is not served; the route uses the v1alpha2 pool"}
 	case !in.Alpha2Served:
 		return onlyV1API
 	}
 	ev := gatewayEvidence(in)
 	if !ev.moved {
-		return Decision{Phase: build.PhaseDual, Reason: ev.reason, Message: ev.message}
+		return Decision{Phase: convention.PhaseDual, Reason: ev.reason, Message: ev.message}
 	}
 	if d, done := retire(in); done {
 		return d
 	}
-	return Decision{Phase: build.PhaseV1, Reason: ev.reason, Message: ev.message, RequeueAfter: retireAt(in).Sub(in.Now)}
+	return Decision{Phase: convention.PhaseV1, Reason: ev.reason, Message: ev.message, RequeueAfter: retireAt(in).Sub(in.Now)}
 }
 
 // migrated decides for a service that already moved to v1 for good.
-func migrated(in Input, recorded build.Phase, mark string) Decision {
+func migrated(in Input, recorded convention.Phase, mark string) Decision {
 	switch {
 	case !in.V1Served:
-		return Decision{Phase: build.PhaseV1, Reason: ReasonV1APIMissing,
+		return Decision{Phase: convention.PhaseV1, Reason: ReasonV1APIMissing,
 			Message: "the route moved to the v1 InferencePool for good, but the v1 API is not served; it does not roll back to v1alpha2"}
 	case !in.Alpha2Served:
 		return onlyV1API
@@ -155,9 +153,9 @@ func migrated(in Input, recorded build.Phase, mark string) Decision {
 		return d
 	}
 	at := retireAt(in)
-	d := Decision{Phase: build.PhaseV1, Reason: ReasonGracePeriod, RequeueAfter: at.Sub(in.Now),
+	d := Decision{Phase: convention.PhaseV1, Reason: ReasonGracePeriod, RequeueAfter: at.Sub(in.Now),
 		Message: fmt.Sprintf("traffic is on the v1 InferencePool; the v1alpha2 pool is removed at %s", at.UTC().Format(time.RFC3339))}
-	if recorded != build.PhaseV1 {
+	if recorded != convention.PhaseV1 {
 		d.Reason = ReasonMarkedMigrated
 		d.Message = fmt.Sprintf("the %s marks the route as moved to v1", mark)
 	}
@@ -169,7 +167,7 @@ func retire(in Input) (Decision, bool) {
 	if in.Now.Before(retireAt(in)) {
 		return Decision{}, false
 	}
-	return Decision{Phase: build.PhaseRetired, Reason: ReasonRetired,
+	return Decision{Phase: convention.PhaseRetired, Reason: ReasonRetired,
 		Message: fmt.Sprintf("the migration grace period (%s) is over; the v1alpha2 pool and its route backend are removed", in.Grace)}, true
 }
 
@@ -186,11 +184,11 @@ func retireAt(in Input) time.Time {
 	return since.Add(in.Grace)
 }
 
-func recordedPhase(svc *v1alpha2.LLMInferenceService) build.Phase {
+func recordedPhase(svc *v1alpha2.LLMInferenceService) convention.Phase {
 	if svc == nil || svc.Status.InferencePool == nil {
 		return ""
 	}
-	p, err := build.ParsePhase(svc.Status.InferencePool.MigrationPhase)
+	p, err := convention.ParsePhase(svc.Status.InferencePool.MigrationPhase)
 	if err != nil {
 		return ""
 	}
@@ -437,5 +435,5 @@ func freshCondition(conds []metav1.Condition, kind string, generation int64) *me
 // phase yet. The CRD lifecycle keeps the v1alpha2 CRD up to date while any
 // service is unfinished.
 func Unfinished(phase string) bool {
-	return phase != string(build.PhaseRetired)
+	return phase != string(convention.PhaseRetired)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
@@ -22,7 +23,7 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // service is a service with a recorded phase, annotations and, when since
 // is not zero, an InferencePoolMigrated condition that turned True then.
-func service(phase build.Phase, since time.Time, annotations ...string) *v1alpha2.LLMInferenceService {
+func service(phase convention.Phase, since time.Time, annotations ...string) *v1alpha2.LLMInferenceService {
 	s := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns, Annotations: pairs(annotations)}}
 	if phase != "" {
 		s.Status.InferencePool = &v1alpha2.InferencePoolStatus{Name: "llm-inference-pool", MigrationPhase: string(phase)}
@@ -140,167 +141,167 @@ func TestDecide(t *testing.T) {
 		// both says the test sets V1Served and Alpha2Served; otherwise the
 		// case sets them itself.
 		both        bool
-		want        build.Phase
+		want        convention.Phase
 		reason      string
 		requeue     time.Duration
 		msgContains string
 	}{
 		// Which APIs the cluster serves.
 		{name: "no InferencePool API, fresh", why: "undecided services wait at dual, which commits to nothing",
-			in: Input{Service: service("", time.Time{})}, want: build.PhaseDual, reason: ReasonNoPoolAPI},
+			in: Input{Service: service("", time.Time{})}, want: convention.PhaseDual, reason: ReasonNoPoolAPI},
 		{name: "no InferencePool API, recorded alpha2", why: "the recorded phase stays until an API is served",
-			in: Input{Service: service(build.PhaseAlpha2, time.Time{})}, want: build.PhaseAlpha2, reason: ReasonNoPoolAPI},
+			in: Input{Service: service(convention.PhaseAlpha2, time.Time{})}, want: convention.PhaseAlpha2, reason: ReasonNoPoolAPI},
 		{name: "no InferencePool API, recorded v1", why: "no rollback, even with no API",
-			in: Input{Service: service(build.PhaseV1, now.Add(-time.Hour))}, want: build.PhaseV1, reason: ReasonV1APIMissing},
+			in: Input{Service: service(convention.PhaseV1, now.Add(-time.Hour))}, want: convention.PhaseV1, reason: ReasonV1APIMissing},
 		{name: "only v1alpha2 served", why: "nothing to move to",
-			in: Input{Service: service("", time.Time{}), Alpha2Served: true}, want: build.PhaseAlpha2, reason: ReasonV1NotServed},
+			in: Input{Service: service("", time.Time{}), Alpha2Served: true}, want: convention.PhaseAlpha2, reason: ReasonV1NotServed},
 		{name: "only v1alpha2 served, recorded dual", why: "the v1 API went away before the move; the v1 pool cannot exist",
-			in: Input{Service: service(build.PhaseDual, time.Time{}), Alpha2Served: true}, want: build.PhaseAlpha2, reason: ReasonV1NotServed},
+			in: Input{Service: service(convention.PhaseDual, time.Time{}), Alpha2Served: true}, want: convention.PhaseAlpha2, reason: ReasonV1NotServed},
 		{name: "only v1alpha2 served, recorded v1", why: "no rollback from v1",
-			in: Input{Service: service(build.PhaseV1, now.Add(-time.Hour)), Alpha2Served: true}, want: build.PhaseV1, reason: ReasonV1APIMissing},
+			in: Input{Service: service(convention.PhaseV1, now.Add(-time.Hour)), Alpha2Served: true}, want: convention.PhaseV1, reason: ReasonV1APIMissing},
 		{name: "only v1alpha2 served, route marked", why: "the mark is one way",
 			in:   Input{Service: service("", time.Time{}), Route: route(both, nil, AnnotationMigrated, "v1"), Alpha2Served: true},
-			want: build.PhaseV1, reason: ReasonV1APIMissing},
+			want: convention.PhaseV1, reason: ReasonV1APIMissing},
 		{name: "only v1 served, fresh", why: "no v1alpha2 pool can exist: v1 pool only, at once",
-			in: Input{Service: service("", time.Time{}), V1Served: true}, want: build.PhaseRetired, reason: ReasonAlpha2NotServed},
+			in: Input{Service: service("", time.Time{}), V1Served: true}, want: convention.PhaseRetired, reason: ReasonAlpha2NotServed},
 		{name: "only v1 served, recorded dual", why: "the v1alpha2 API went away: nothing left to keep",
-			in: Input{Service: service(build.PhaseDual, time.Time{}), V1Served: true}, want: build.PhaseRetired, reason: ReasonAlpha2NotServed},
+			in: Input{Service: service(convention.PhaseDual, time.Time{}), V1Served: true}, want: convention.PhaseRetired, reason: ReasonAlpha2NotServed},
 		{name: "only v1 served, recorded v1 in grace", why: "no v1alpha2 pool to keep for the grace period",
-			in: Input{Service: service(build.PhaseV1, now.Add(-time.Hour)), V1Served: true}, want: build.PhaseRetired, reason: ReasonAlpha2NotServed},
+			in: Input{Service: service(convention.PhaseV1, now.Add(-time.Hour)), V1Served: true}, want: convention.PhaseRetired, reason: ReasonAlpha2NotServed},
 
 		// Both APIs served: dual until the gateway shows evidence.
 		{name: "fresh service, no route yet", why: "start at dual and move on the first evidence (kserve#5050)", both: true,
-			in: Input{Service: service("", time.Time{})}, want: build.PhaseDual, reason: ReasonAwaitingRoute},
+			in: Input{Service: service("", time.Time{})}, want: convention.PhaseDual, reason: ReasonAwaitingRoute},
 		{name: "route with no parent status", why: "no gateway has spoken", both: true,
-			in: Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, nil), PoolV1: accepted}, want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in: Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, nil), PoolV1: accepted}, want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "gateway accepts both groups", why: "v1 Accepted and ResolvedRefs True: move, never sit on v1alpha2 (kserve#5050)", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: accepted, PoolAlpha2: poolAlpha2("gw")},
-			want: build.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace, msgContains: "gateway team-a/gw accepts"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: accepted, PoolAlpha2: poolAlpha2("gw")},
+			want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace, msgContains: "gateway team-a/gw accepts"},
 		{name: "fresh service whose route resolved", why: "no recorded phase yet; evidence is enough", both: true,
 			in:   Input{Service: service("", time.Time{}), Route: route(both, okRoute), PoolV1: accepted},
-			want: build.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace},
+			want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace},
 		{name: "route resolved but v1 pool not accepted", why: "both signs are needed", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionTrue)},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "has not accepted the v1 InferencePool"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionTrue)},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "has not accepted the v1 InferencePool"},
 		{name: "v1 pool missing", why: "no pool, no acceptance", both: true,
-			in: Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute)}, want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in: Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute)}, want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "v1 pool rejected", why: "Accepted False is not acceptance", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionFalse, "gw")},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionFalse, "gw")},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "stale v1 pool acceptance", why: "Accepted observed an older pool generation", both: true,
 			in: func() Input {
 				p := poolV1(metav1.ConditionTrue, "gw")
 				p.Generation = 2
-				return Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: p}
+				return Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: p}
 			}(),
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "stale route ResolvedRefs", why: "ResolvedRefs observed generation 1 of a generation-2 route", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 1))), PoolV1: accepted},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "gateway team-a/gw accepted the v1 InferencePool but has not reported ResolvedRefs for route generation 2"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 1))), PoolV1: accepted},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "gateway team-a/gw accepted the v1 InferencePool but has not reported ResolvedRefs for route generation 2"},
 		{name: "stale route ResolvedRefs, v1 pool not accepted", why: "the message says which signs are missing", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 1)))},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "gateway team-a/gw has not reported ResolvedRefs for route generation 2"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 1)))},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "gateway team-a/gw has not reported ResolvedRefs for route generation 2"},
 		{name: "ResolvedRefs Unknown", why: "no answer yet", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionUnknown, "Pending", "", 2))), PoolV1: accepted},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionUnknown, "Pending", "", 2))), PoolV1: accepted},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "ResolvedRefs False for another reason", why: "the gateway knows both kinds (e.g. BackendNotFound)", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionFalse, "BackendNotFound", "", 2))), PoolV1: accepted},
-			want: build.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionFalse, "BackendNotFound", "", 2))), PoolV1: accepted},
+			want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace},
 
 		// InvalidKind.
 		{name: "gateway accepts only v1", why: "v1 Accepted, so the InvalidKind is the v1alpha2 backend: move at once", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, invalidKind("")), PoolV1: accepted},
-			want: build.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace, msgContains: "rejects the v1alpha2"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, invalidKind("")), PoolV1: accepted},
+			want: convention.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace, msgContains: "rejects the v1alpha2"},
 		{name: "gateway accepts only v1alpha2", why: "v1alpha2 Accepted, so the InvalidKind is the v1 backend at weight 0: stay", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, invalidKind("")), PoolAlpha2: poolAlpha2("gw")},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "InvalidKind"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, invalidKind("")), PoolAlpha2: poolAlpha2("gw")},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "InvalidKind"},
 		{name: "InvalidKind naming the v1alpha2 group", why: "no pool status, but the message says which kind", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, invalidKind(envoyNoAlpha2))},
-			want: build.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, invalidKind(envoyNoAlpha2))},
+			want: convention.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
 		{name: "InvalidKind naming the v1 group", why: "the v1 backend is the rejected one", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, invalidKind(envoyNoV1))},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, invalidKind(envoyNoV1))},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "InvalidKind naming no group", why: "cannot tell which backend; moving could break a v1alpha2-only gateway", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, invalidKind("unsupported backend kind"))},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, invalidKind("unsupported backend kind"))},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "InvalidKind on a v1alpha2-only route", why: "the only pool backend is rejected: v1 at once (ODH's path)", both: true,
-			in:   Input{Service: service(build.PhaseAlpha2, time.Time{}), Route: route(alpha2Only, invalidKind(""))},
-			want: build.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
+			in:   Input{Service: service(convention.PhaseAlpha2, time.Time{}), Route: route(alpha2Only, invalidKind(""))},
+			want: convention.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
 		{name: "stale InvalidKind", why: "observed an older route generation", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionFalse, "InvalidKind", envoyNoAlpha2, 1))), PoolV1: accepted},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionFalse, "InvalidKind", envoyNoAlpha2, 1))), PoolV1: accepted},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "InvalidKind on a v1-only route", why: "no v1alpha2 backend to blame", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(v1Only, invalidKind(envoyNoAlpha2))},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(v1Only, invalidKind(envoyNoAlpha2))},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "v1alpha2-only route resolved", why: "the route has no v1 backend yet: render dual first", both: true,
-			in:   Input{Service: service(build.PhaseAlpha2, time.Time{}), Route: route(alpha2Only, okRoute), PoolV1: accepted},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "no v1 InferencePool backend"},
+			in:   Input{Service: service(convention.PhaseAlpha2, time.Time{}), Route: route(alpha2Only, okRoute), PoolV1: accepted},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "no v1 InferencePool backend"},
 		{name: "ODH v1alpha2-unsupported mark", why: "ODH recorded the gateway's InvalidKind on the service", both: true,
 			in:   Input{Service: service("", time.Time{}, AnnotationAlpha2Unsupported, "true")},
-			want: build.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
+			want: convention.PhaseV1, reason: ReasonAlpha2InvalidKind, requeue: grace},
 
 		// Several gateways.
 		{name: "two gateways, one accepts v1", why: "every gateway the route is on must route v1", both: true,
-			in: Input{Service: service(build.PhaseDual, time.Time{}),
+			in: Input{Service: service(convention.PhaseDual, time.Time{}),
 				Route:  route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 2), resolved("internal", metav1.ConditionTrue, "ResolvedRefs", "", 2))),
 				PoolV1: accepted},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "team-a/internal has not accepted"},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "team-a/internal has not accepted"},
 		{name: "two gateways, both accept v1", why: "all evidence in", both: true,
-			in: Input{Service: service(build.PhaseDual, time.Time{}),
+			in: Input{Service: service(convention.PhaseDual, time.Time{}),
 				Route:  route(both, parents(resolved("internal", metav1.ConditionTrue, "ResolvedRefs", "", 2), resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 2))),
 				PoolV1: poolV1(metav1.ConditionTrue, "gw", "internal")},
-			want: build.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace, msgContains: "team-a/gw, team-a/internal"},
+			want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1, requeue: grace, msgContains: "team-a/gw, team-a/internal"},
 		{name: "pool accepted by another gateway", why: "acceptance must come from the gateway the route is on", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionTrue, "other")},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, okRoute), PoolV1: poolV1(metav1.ConditionTrue, "other")},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 		{name: "parent that is not a gateway", why: "only Gateway parents count", both: true,
 			in: func() Input {
 				p := resolved("mesh", metav1.ConditionTrue, "ResolvedRefs", "", 2)
 				k := gatewayv1.Kind("Service")
 				g := gatewayv1.Group("")
 				p.ParentRef.Kind, p.ParentRef.Group = &k, &g
-				return Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(p)), PoolV1: accepted}
+				return Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(p)), PoolV1: accepted}
 			}(),
-			want: build.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "no gateway has reported"},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, msgContains: "no gateway has reported"},
 
 		// Marks: one way, both spellings, on the service or the route.
 		{name: "route marked, KServe spelling", why: "the mark survives a lost status", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, nil, AnnotationMigrated, "v1")},
-			want: build.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: "on the route"},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, nil, AnnotationMigrated, "v1")},
+			want: convention.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: "on the route"},
 		{name: "route marked, ODH spelling", why: "read ODH's key too", both: true,
 			in:   Input{Service: service("", time.Time{}), Route: route(both, nil, AnnotationMigratedODH, "v1")},
-			want: build.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: AnnotationMigratedODH},
+			want: convention.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: AnnotationMigratedODH},
 		{name: "service marked, ODH spelling", why: "ODH puts its mark on the LLMInferenceService", both: true,
 			in:   Input{Service: service("", time.Time{}, AnnotationMigratedODH, "v1")},
-			want: build.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: "on the service"},
+			want: convention.PhaseV1, reason: ReasonMarkedMigrated, requeue: grace, msgContains: "on the service"},
 		{name: "mark with another value", why: "only v1 marks a move", both: true,
-			in:   Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, nil, AnnotationMigrated, "v1alpha2")},
-			want: build.PhaseDual, reason: ReasonAwaitingGateway},
+			in:   Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, nil, AnnotationMigrated, "v1alpha2")},
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway},
 
 		// v1, the grace period and retirement.
 		{name: "v1 in the grace period", why: "requeue for the time left", both: true,
-			in:   Input{Service: service(build.PhaseV1, now.Add(-time.Hour))},
-			want: build.PhaseV1, reason: ReasonGracePeriod, requeue: 23 * time.Hour, msgContains: "removed at 2026-03-02T11:00:00Z"},
+			in:   Input{Service: service(convention.PhaseV1, now.Add(-time.Hour))},
+			want: convention.PhaseV1, reason: ReasonGracePeriod, requeue: 23 * time.Hour, msgContains: "removed at 2026-03-02T11:00:00Z"},
 		{name: "v1, grace period over", why: "retire the v1alpha2 pool", both: true,
-			in: Input{Service: service(build.PhaseV1, now.Add(-25*time.Hour))}, want: build.PhaseRetired, reason: ReasonRetired},
+			in: Input{Service: service(convention.PhaseV1, now.Add(-25*time.Hour))}, want: convention.PhaseRetired, reason: ReasonRetired},
 		{name: "v1, grace period ends now", why: "the boundary retires", both: true,
-			in: Input{Service: service(build.PhaseV1, now.Add(-grace))}, want: build.PhaseRetired, reason: ReasonRetired},
+			in: Input{Service: service(convention.PhaseV1, now.Add(-grace))}, want: convention.PhaseRetired, reason: ReasonRetired},
 		{name: "v1 with no condition yet", why: "the grace period starts when the condition turns True", both: true,
-			in: Input{Service: service(build.PhaseV1, time.Time{})}, want: build.PhaseV1, reason: ReasonGracePeriod, requeue: grace},
+			in: Input{Service: service(convention.PhaseV1, time.Time{})}, want: convention.PhaseV1, reason: ReasonGracePeriod, requeue: grace},
 		{name: "no rollback when v1 turns NotReady", why: "v1 pool rejected and the route unresolved: still v1", both: true,
-			in: Input{Service: service(build.PhaseV1, now.Add(-time.Hour)),
+			in: Input{Service: service(convention.PhaseV1, now.Add(-time.Hour)),
 				Route:  route(both, parents(resolved("gw", metav1.ConditionFalse, "InvalidKind", envoyNoV1, 2)), AnnotationMigrated, "v1"),
 				PoolV1: poolV1(metav1.ConditionFalse, "gw"), PoolAlpha2: poolAlpha2("gw")},
-			want: build.PhaseV1, reason: ReasonGracePeriod, requeue: 23 * time.Hour},
+			want: convention.PhaseV1, reason: ReasonGracePeriod, requeue: 23 * time.Hour},
 		{name: "retired stays retired", why: "no rollback, whatever the cluster serves",
-			in: Input{Service: service(build.PhaseRetired, now.Add(-48*time.Hour)), Alpha2Served: true}, want: build.PhaseRetired, reason: ReasonRetired},
+			in: Input{Service: service(convention.PhaseRetired, now.Add(-48*time.Hour)), Alpha2Served: true}, want: convention.PhaseRetired, reason: ReasonRetired},
 		{name: "unknown recorded phase", why: "an unreadable phase counts as none", both: true,
 			in: func() Input {
-				s := service(build.PhaseV1, time.Time{})
+				s := service(convention.PhaseV1, time.Time{})
 				s.Status.InferencePool.MigrationPhase = "beta"
 				return Input{Service: s}
 			}(),
-			want: build.PhaseDual, reason: ReasonAwaitingRoute},
+			want: convention.PhaseDual, reason: ReasonAwaitingRoute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -324,9 +325,9 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideZeroGraceRetiresAtOnce(t *testing.T) {
-	in := Input{Service: service(build.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 2))),
+	in := Input{Service: service(convention.PhaseDual, time.Time{}), Route: route(both, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 2))),
 		PoolV1: poolV1(metav1.ConditionTrue, "gw"), V1Served: true, Alpha2Served: true, Now: now}
-	if got := Decide(in); got.Phase != build.PhaseRetired || got.RequeueAfter != 0 {
+	if got := Decide(in); got.Phase != convention.PhaseRetired || got.RequeueAfter != 0 {
 		t.Errorf("with no grace period the move to v1 retires v1alpha2 at once; got %+v", got)
 	}
 }
@@ -342,7 +343,7 @@ func TestDecideNeverRollsBack(t *testing.T) {
 	}
 	pools := []*gieapiv1.InferencePool{nil, poolV1(metav1.ConditionFalse, "gw"), poolV1(metav1.ConditionTrue, "gw")}
 	n := 0
-	for _, recorded := range []build.Phase{build.PhaseV1, build.PhaseRetired} {
+	for _, recorded := range []convention.Phase{convention.PhaseV1, convention.PhaseRetired} {
 		for _, since := range []time.Time{{}, now.Add(-time.Hour), now.Add(-48 * time.Hour)} {
 			for _, r := range routes {
 				for _, p := range pools {
@@ -350,10 +351,10 @@ func TestDecideNeverRollsBack(t *testing.T) {
 						in := Input{Service: service(recorded, since), Route: r, PoolV1: p, PoolAlpha2: poolAlpha2("gw"),
 							V1Served: served&1 != 0, Alpha2Served: served&2 != 0, Now: now, Grace: grace}
 						got := Decide(in)
-						if got.Phase != build.PhaseV1 && got.Phase != build.PhaseRetired {
+						if got.Phase != convention.PhaseV1 && got.Phase != convention.PhaseRetired {
 							t.Errorf("recorded %s, route %v, pool %v, served %b: rolled back to %s (%s)", recorded, r != nil, p != nil, served, got.Phase, got.Reason)
 						}
-						if recorded == build.PhaseRetired && got.Phase != build.PhaseRetired {
+						if recorded == convention.PhaseRetired && got.Phase != convention.PhaseRetired {
 							t.Errorf("recorded retired went back to %s", got.Phase)
 						}
 						n++
@@ -368,7 +369,7 @@ func TestDecideNeverRollsBack(t *testing.T) {
 }
 
 func TestDecideIsDeterministic(t *testing.T) {
-	in := Input{Service: service(build.PhaseDual, time.Time{}),
+	in := Input{Service: service(convention.PhaseDual, time.Time{}),
 		Route: route(both, parents(resolved("z", metav1.ConditionTrue, "ResolvedRefs", "", 2), resolved("a", metav1.ConditionTrue, "ResolvedRefs", "", 2),
 			resolved("m", metav1.ConditionFalse, "InvalidKind", "x", 2))),
 		V1Served: true, Alpha2Served: true, Now: now, Grace: grace}

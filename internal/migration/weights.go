@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // ErrNoV1Backend means a route cannot move to v1 by weights alone: a rule
@@ -33,12 +34,12 @@ var ErrNoV1Backend = errors.New("a rule has a v1alpha2 InferencePool backend but
 // so a change by someone else in between fails with a conflict instead of
 // being overwritten. A JSON merge patch would need the whole list too; the
 // apply also records odh-serving-migration as the owner of what it set.
-func ApplyWeights(ctx context.Context, c client.Client, route *gatewayv1.HTTPRoute, phase build.Phase) (bool, error) {
+func ApplyWeights(ctx context.Context, c client.Client, route *gatewayv1.HTTPRoute, phase convention.Phase) (bool, error) {
 	if route == nil {
 		return false, nil
 	}
 	name := route.Namespace + "/" + route.Name
-	mark := phase == build.PhaseV1 || phase == build.PhaseRetired
+	mark := phase == convention.PhaseV1 || phase == convention.PhaseRetired
 	// Check the route as given first, so a route that is right costs no request.
 	given, err := runtime.DefaultUnstructuredConverter.ToUnstructured(route)
 	if err != nil {
@@ -78,7 +79,7 @@ func ApplyWeights(ctx context.Context, c client.Client, route *gatewayv1.HTTPRou
 	if mark {
 		patch.SetAnnotations(map[string]string{AnnotationMigrated: MigratedValue})
 	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(patch), client.FieldOwner(convention.MigrationFieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("patch the weights of route %s for phase %s: %w", name, phase, err)
 	}
 	return true, nil
@@ -89,8 +90,8 @@ func ApplyWeights(ctx context.Context, c client.Client, route *gatewayv1.HTTPRou
 // 0 in phases v1 and retired, the other way round before. A lone pool
 // backend keeps its weight. It reports whether a weight changed, and fails
 // when the traffic must move to v1 and a v1alpha2 backend has no v1 partner.
-func setPoolWeights(route map[string]any, phase build.Phase) (bool, error) {
-	toV1 := phase == build.PhaseV1 || phase == build.PhaseRetired
+func setPoolWeights(route map[string]any, phase convention.Phase) (bool, error) {
+	toV1 := phase == convention.PhaseV1 || phase == convention.PhaseRetired
 	want := map[string]int64{build.GroupPoolV1: 0, build.GroupPoolV1alpha2: 100}
 	if toV1 {
 		want = map[string]int64{build.GroupPoolV1: 100, build.GroupPoolV1alpha2: 0}

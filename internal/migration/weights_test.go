@@ -7,34 +7,34 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 func TestSetPoolWeights(t *testing.T) {
 	cases := []struct {
 		name, why string
-		phase     build.Phase
+		phase     convention.Phase
 		rules     string
 		want      string // the rules afterwards; empty: unchanged
 		err       error
 	}{
-		{name: "dual to v1", why: "a pair flips", phase: build.PhaseV1,
+		{name: "dual to v1", why: "a pair flips", phase: convention.PhaseV1,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 100}, {group: inference.networking.k8s.io, kind: InferencePool, name: p, weight: 0}]}]`,
 			want:  `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 0}, {group: inference.networking.k8s.io, kind: InferencePool, name: p, weight: 100}]}]`},
-		{name: "v1 already", why: "nothing to change", phase: build.PhaseRetired,
+		{name: "v1 already", why: "nothing to change", phase: convention.PhaseRetired,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 0}, {group: inference.networking.k8s.io, kind: InferencePool, name: p, weight: 100}]}]`},
-		{name: "dual with missing weights", why: "a missing weight is 1, so it is set", phase: build.PhaseDual,
+		{name: "dual with missing weights", why: "a missing weight is 1, so it is set", phase: convention.PhaseDual,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p}, {group: inference.networking.k8s.io, kind: InferencePool, name: p}]}]`,
 			want:  `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 100}, {group: inference.networking.k8s.io, kind: InferencePool, name: p, weight: 0}]}]`},
-		{name: "lone v1 backend", why: "a single backend keeps its weight (0 would drop all traffic)", phase: build.PhaseV1,
+		{name: "lone v1 backend", why: "a single backend keeps its weight (0 would drop all traffic)", phase: convention.PhaseV1,
 			rules: `[{backendRefs: [{group: inference.networking.k8s.io, kind: InferencePool, name: p, weight: 1}]}]`},
-		{name: "other backends", why: "Services and other pools' groups are not ours", phase: build.PhaseV1,
+		{name: "other backends", why: "Services and other pools' groups are not ours", phase: convention.PhaseV1,
 			rules: `[{backendRefs: [{kind: Service, name: s, port: 8000, weight: 5}, {group: example.com, kind: InferencePool, name: p, weight: 7}]}, {matches: [{path: {type: PathPrefix, value: /}}]}]`},
-		{name: "lone v1alpha2 backend, moving to v1", why: "weights alone cannot move it", phase: build.PhaseV1,
+		{name: "lone v1alpha2 backend, moving to v1", why: "weights alone cannot move it", phase: convention.PhaseV1,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 1}]}]`, err: ErrNoV1Backend},
-		{name: "lone v1alpha2 backend, dual", why: "nothing to move yet", phase: build.PhaseDual,
+		{name: "lone v1alpha2 backend, dual", why: "nothing to move yet", phase: convention.PhaseDual,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: p, weight: 1}]}]`},
-		{name: "two rules, two pools", why: "pairs are by name within a rule", phase: build.PhaseV1,
+		{name: "two rules, two pools", why: "pairs are by name within a rule", phase: convention.PhaseV1,
 			rules: `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: a, weight: 100}, {group: inference.networking.k8s.io, kind: InferencePool, name: a, weight: 0}]}, {backendRefs: [{group: inference.networking.k8s.io, kind: InferencePool, name: b, weight: 0}, {group: inference.networking.x-k8s.io, kind: InferencePool, name: b, weight: 100}]}]`,
 			want:  `[{backendRefs: [{group: inference.networking.x-k8s.io, kind: InferencePool, name: a, weight: 0}, {group: inference.networking.k8s.io, kind: InferencePool, name: a, weight: 100}]}, {backendRefs: [{group: inference.networking.k8s.io, kind: InferencePool, name: b, weight: 100}, {group: inference.networking.x-k8s.io, kind: InferencePool, name: b, weight: 0}]}]`},
 	}

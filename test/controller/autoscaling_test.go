@@ -23,6 +23,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -193,7 +194,7 @@ func (e *env) forceReconciles(name string, n int, gv, resource string) {
 // spec.replicas; updatesReplicas whether manager wrote it with an update
 // (the scale subresource's writes count as the main resource's).
 func appliesReplicas(obj client.Object) bool {
-	return ownsReplicas(obj, controller.FieldManager, metav1.ManagedFieldsOperationApply)
+	return ownsReplicas(obj, convention.FieldManager, metav1.ManagedFieldsOperationApply)
 }
 
 func updatesReplicas(obj client.Object, manager string) bool {

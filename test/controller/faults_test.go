@@ -17,7 +17,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
@@ -51,7 +51,7 @@ type liveChild struct {
 // called name in the env's namespace (cluster-wide for bindings), sorted.
 func (e *env) liveChildren(name string) []liveChild {
 	e.t.Helper()
-	return e.children(client.MatchingLabels{build.LabelName: name})[name]
+	return e.children(client.MatchingLabels{convention.LabelName: name})[name]
 }
 
 // children lists the objects labelled as children of services in the env's
@@ -59,7 +59,7 @@ func (e *env) liveChildren(name string) []liveChild {
 // narrows the selection.
 func (e *env) children(labels client.MatchingLabels) map[string][]liveChild {
 	e.t.Helper()
-	selector := client.MatchingLabels{build.LabelPartOf: build.PartOf}
+	selector := client.MatchingLabels{convention.LabelPartOf: convention.PartOf}
 	maps.Copy(selector, labels)
 	out := map[string][]liveChild{}
 	for _, gvk := range childGVKs {
@@ -71,7 +71,7 @@ func (e *env) children(labels client.MatchingLabels) map[string][]liveChild {
 		}
 		e.must(e.c.List(context.Background(), list, opts...))
 		for _, item := range list.Items {
-			name := item.Labels[build.LabelName]
+			name := item.Labels[convention.LabelName]
 			if gvk.Kind == "ClusterRoleBinding" && item.Annotations[controller.AnnotationOwner] != e.ns+"/"+name {
 				continue // another namespace's
 			}
@@ -103,7 +103,7 @@ func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, err
 	}
 	opts := engine.Options{SystemNamespace: e.sys, Images: e.images}
 	if p := svc.Status.InferencePool; p != nil && p.MigrationPhase != "" {
-		opts.Phase = build.Phase(p.MigrationPhase)
+		opts.Phase = convention.Phase(p.MigrationPhase)
 	}
 	res, err := engine.Render(context.Background(), svc, e.catalog, opts)
 	if err != nil {

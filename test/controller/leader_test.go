@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -85,7 +86,7 @@ func TestStandbySendsNoWrite(t *testing.T) {
 
 	// The label is back: nothing differs from what the lifecycle applies.
 	// The leader stops and releases the Lease; the standby takes over.
-	setCRDLabel(t, v1PoolCRD, crdlifecycle.ManagedBy)
+	setCRDLabel(t, v1PoolCRD, convention.ManagedBy)
 	before := crdApplies(t)
 	e.stop()
 	testenv.Eventually(t, "the standby takes the Lease", func() error {
@@ -174,9 +175,9 @@ func setCRDLabel(t *testing.T, name, value string) {
 			return err
 		}
 		if value == "" {
-			delete(crd.Labels, crdlifecycle.LabelManagedBy)
+			delete(crd.Labels, convention.LabelManagedBy)
 		} else {
-			metav1.SetMetaDataLabel(&crd.ObjectMeta, crdlifecycle.LabelManagedBy, value)
+			metav1.SetMetaDataLabel(&crd.ObjectMeta, convention.LabelManagedBy, value)
 		}
 		return cp.Client.Update(t.Context(), crd)
 	})

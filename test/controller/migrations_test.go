@@ -6,7 +6,7 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -35,13 +35,13 @@ func counterBy(t *testing.T, family, label string) map[string]float64 {
 }
 
 // migrations reads odh_serving_migrations_total{to}.
-func migrations(t *testing.T, to build.Phase) float64 {
+func migrations(t *testing.T, to convention.Phase) float64 {
 	t.Helper()
 	return counterBy(t, "odh_serving_migrations_total", "to")[string(to)]
 }
 
 // waitPhase waits until the service's status is at the migration phase.
-func (e *env) waitPhase(name string, phase build.Phase) {
+func (e *env) waitPhase(name string, phase convention.Phase) {
 	e.t.Helper()
 	testenv.Eventually(e.t, fmt.Sprintf("service %s is at phase %s", name, phase), func() error {
 		if ip := e.service(name).Status.InferencePool; ip == nil || ip.MigrationPhase != string(phase) {
@@ -59,22 +59,22 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
 	// No gateway has accepted a pool yet: the route stays at dual.
-	e.waitPhase("sim", build.PhaseDual)
+	e.waitPhase("sim", convention.PhaseDual)
 	e.simulateWorkloads(false)
 	e.waitCondition("sim", "MainWorkloadReady", "True", "")
 
-	before := migrations(t, build.PhaseV1)
+	before := migrations(t, convention.PhaseV1)
 	failed := e.rec.FailFirst(2, "PATCH", "/llminferenceservices/sim/status")
 	// The gateway accepts both pools and the route: the route moves to v1.
 	e.simulatePools()
 	e.simulateRoutes()
-	e.waitPhase("sim", build.PhaseV1)
+	e.waitPhase("sim", convention.PhaseV1)
 	e.rec.SetConflict(nil)
 	e.waitReady("sim")
 	if n := failed(); n != 2 {
 		t.Fatalf("%d status patches failed, want 2", n)
 	}
-	if got := migrations(t, build.PhaseV1) - before; got != 1 {
+	if got := migrations(t, convention.PhaseV1) - before; got != 1 {
 		t.Errorf("odh_serving_migrations_total{to=v1} moved by %v, want 1", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -29,7 +29,7 @@ func TestStaticMode(t *testing.T) {
 	e.must(err)
 	images, err := presets.Images()
 	e.must(err)
-	res, err := engine.Render(ctx, svc, catalog, engine.Options{SystemNamespace: e.sys, Phase: build.PhaseDual, Images: images})
+	res, err := engine.Render(ctx, svc, catalog, engine.Options{SystemNamespace: e.sys, Phase: convention.PhaseDual, Images: images})
 	e.must(err)
 	objs, err := res.Unstructured()
 	e.must(err)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -243,8 +243,8 @@ func TestPluginGenerate(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range out {
 		kinds[o.GetKind()]++
-		if o.GetKind() == "HTTPRoute" && o.GetAnnotations()[cli.WeightsManagedByAnnotation] != "controller" {
-			t.Errorf("route %s lacks %s", o.GetName(), cli.WeightsManagedByAnnotation)
+		if o.GetKind() == "HTTPRoute" && o.GetAnnotations()[convention.AnnotationWeightsManagedBy] != "controller" {
+			t.Errorf("route %s lacks %s", o.GetName(), convention.AnnotationWeightsManagedBy)
 		}
 	}
 	if kinds["LLMInferenceService"] != 1 || kinds["HTTPRoute"] != 1 || kinds["InferencePool"] != 2 || kinds["Deployment"] < 3 {

@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -49,7 +50,7 @@ func TestMigrationOwnsAllRules(t *testing.T) {
 	if err := cp.Client.Get(t.Context(), client.ObjectKeyFromObject(route), typed); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := migration.ApplyWeights(t.Context(), cp.Client, typed, build.PhaseV1)
+	changed, err := migration.ApplyWeights(t.Context(), cp.Client, typed, convention.PhaseV1)
 	if err != nil || !changed {
 		t.Fatalf("ApplyWeights: changed %v, %v", changed, err)
 	}
@@ -62,7 +63,7 @@ func TestMigrationOwnsAllRules(t *testing.T) {
 			owns[f.Manager] = true
 		}
 	}
-	if !owns[migration.FieldManager] || owns["argocd-controller"] {
-		t.Errorf("owners of spec.rules: %v; want %s alone (the whole atomic list)", owns, migration.FieldManager)
+	if !owns[convention.MigrationFieldManager] || owns["argocd-controller"] {
+		t.Errorf("owners of spec.rules: %v; want %s alone (the whole atomic list)", owns, convention.MigrationFieldManager)
 	}
 }

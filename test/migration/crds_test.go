@@ -18,6 +18,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
@@ -126,7 +127,7 @@ func TestCRDLifecycle(t *testing.T) {
 			live.Spec.Versions[0].Schema.OpenAPIV3Schema.Description != want.Spec.Versions[0].Schema.OpenAPIV3Schema.Description {
 			t.Error("the older CRD was not replaced by ours")
 		}
-		if live.Labels[crdlifecycle.LabelManagedBy] != crdlifecycle.ManagedBy {
+		if live.Labels[convention.LabelManagedBy] != convention.ManagedBy {
 			t.Error("our label is missing")
 		}
 	})

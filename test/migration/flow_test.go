@@ -19,7 +19,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -55,7 +55,7 @@ func startAtDual(t *testing.T, grace time.Duration) *flow {
 	t.Helper()
 	f := startFlow(t, grace, false)
 	f.service(nil)
-	f.waitPhase(build.PhaseDual, dualWeights)
+	f.waitPhase(convention.PhaseDual, dualWeights)
 	return f
 }
 
@@ -121,7 +121,7 @@ func (f *flow) get() *v1alpha2.LLMInferenceService {
 
 // waitPhase waits until the service records phase and its route has the
 // weights want (see weights()).
-func (f *flow) waitPhase(phase build.Phase, want string) *v1alpha2.LLMInferenceService {
+func (f *flow) waitPhase(phase convention.Phase, want string) *v1alpha2.LLMInferenceService {
 	f.t.Helper()
 	var svc *v1alpha2.LLMInferenceService
 	testenv.Eventually(f.t, fmt.Sprintf("phase %s with route weights %s", phase, want), func() error {
@@ -225,7 +225,7 @@ func TestFlowDualToV1ToRetired(t *testing.T) {
 		t.Fatal("no v1alpha2 pool at dual")
 	}
 	f.gatewayRoutesV1()
-	svc := f.waitPhase(build.PhaseV1, v1Weights)
+	svc := f.waitPhase(convention.PhaseV1, v1Weights)
 	c := meta.FindStatusCondition(svc.Status.Conditions, migration.ConditionMigrated)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("InferencePoolMigrated = %+v", c)
@@ -235,7 +235,7 @@ func TestFlowDualToV1ToRetired(t *testing.T) {
 	if rt.Annotations[migration.AnnotationMigrated] != "v1" {
 		t.Errorf("route annotations %v", rt.Annotations)
 	}
-	f.waitPhase(build.PhaseRetired, retiredWeights)
+	f.waitPhase(convention.PhaseRetired, retiredWeights)
 	testenv.Eventually(t, "the v1alpha2 pool is deleted", func() error {
 		if f.alpha2PoolExists() {
 			return fmt.Errorf("still there")
@@ -260,7 +260,7 @@ func (f *flow) route() *gatewayv1.HTTPRoute {
 func TestFlowInvalidKind(t *testing.T) {
 	f := startAtDual(t, time.Hour)
 	f.routeStatus(metav1.ConditionFalse, "InvalidKind", envoyAlpha2, 0)
-	svc := f.waitPhase(build.PhaseV1, v1Weights)
+	svc := f.waitPhase(convention.PhaseV1, v1Weights)
 	if c := meta.FindStatusCondition(svc.Status.Conditions, migration.ConditionMigrated); c == nil || c.Reason != migration.ReasonAlpha2InvalidKind && c.Reason != migration.ReasonGracePeriod {
 		t.Errorf("InferencePoolMigrated = %+v", c)
 	}
@@ -272,7 +272,7 @@ func TestFlowGatewayAcceptsOnlyV1(t *testing.T) {
 	f := startAtDual(t, time.Hour)
 	f.poolV1Status(metav1.ConditionTrue)
 	f.routeStatus(metav1.ConditionFalse, "InvalidKind", "unsupported backend", 0)
-	f.waitPhase(build.PhaseV1, v1Weights)
+	f.waitPhase(convention.PhaseV1, v1Weights)
 }
 
 // TestFlowStaleConditions: a route status from an older generation and a
@@ -287,7 +287,7 @@ func TestFlowStaleConditions(t *testing.T) {
 	f.waitMessage("gateway " + gw + " has not reported ResolvedRefs for route generation")
 	f.poolV1Status(metav1.ConditionTrue)
 	f.waitMessage("gateway " + gw + " accepted the v1 InferencePool but has not reported ResolvedRefs")
-	f.waitPhase(build.PhaseDual, dualWeights)
+	f.waitPhase(convention.PhaseDual, dualWeights)
 
 	// A gateway that knows only v1alpha2: the v1 pool is not accepted and
 	// the route's InvalidKind names the v1 group.
@@ -295,10 +295,10 @@ func TestFlowStaleConditions(t *testing.T) {
 	f.waitMessage("gateway " + gw + " has not reported ResolvedRefs for route generation")
 	f.routeStatus(metav1.ConditionFalse, "InvalidKind", envoyV1, 0)
 	f.waitMessage("rejects a backend kind")
-	f.waitPhase(build.PhaseDual, dualWeights)
+	f.waitPhase(convention.PhaseDual, dualWeights)
 
 	f.gatewayRoutesV1()
-	f.waitPhase(build.PhaseV1, v1Weights)
+	f.waitPhase(convention.PhaseV1, v1Weights)
 }
 
 // TestFlowOldAnnotationSpelling: ODH's mark on the service moves it to v1
@@ -306,7 +306,7 @@ func TestFlowStaleConditions(t *testing.T) {
 func TestFlowOldAnnotationSpelling(t *testing.T) {
 	f := startFlow(t, time.Hour, false)
 	f.service(map[string]string{migration.AnnotationMigratedODH: "v1"})
-	f.waitPhase(build.PhaseV1, v1Weights)
+	f.waitPhase(convention.PhaseV1, v1Weights)
 	if got := f.route().Annotations[migration.AnnotationMigrated]; got != "v1" {
 		t.Errorf("route mark %q", got)
 	}
@@ -318,7 +318,7 @@ func TestFlowOldAnnotationSpelling(t *testing.T) {
 func TestFlowNoRollback(t *testing.T) {
 	f := startAtDual(t, time.Hour)
 	f.gatewayRoutesV1()
-	f.waitPhase(build.PhaseV1, v1Weights)
+	f.waitPhase(convention.PhaseV1, v1Weights)
 	f.waitMessage("the v1alpha2 pool is removed at")
 
 	f.routeStatus(metav1.ConditionFalse, "InvalidKind", envoyV1, 0)
@@ -332,7 +332,7 @@ func TestFlowNoRollback(t *testing.T) {
 		return nil
 	})
 	// ...and keeps the route on v1.
-	f.waitPhase(build.PhaseV1, v1Weights)
+	f.waitPhase(convention.PhaseV1, v1Weights)
 	svc := f.get()
 	if c := meta.FindStatusCondition(svc.Status.Conditions, migration.ConditionMigrated); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("InferencePoolMigrated = %+v", c)
@@ -381,7 +381,7 @@ func TestFlowStaticMode(t *testing.T) {
 	if after.Annotations[migration.AnnotationMigrated] != "v1" {
 		t.Errorf("annotations %v", after.Annotations)
 	}
-	if owners := fieldOwners(t, after); !strings.Contains(owners[migration.FieldManager], "f:rules") {
+	if owners := fieldOwners(t, after); !strings.Contains(owners[convention.MigrationFieldManager], "f:rules") {
 		t.Errorf("managers: %v", owners)
 	}
 	if !f.alpha2PoolExists() {

@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -50,7 +51,7 @@ func ptr[T any](v T) *T { return &v }
 // renderedLabels are the labels the engine gives the children of service
 // llm; in static mode the controller finds a service's objects by them.
 func renderedLabels() map[string]string {
-	return map[string]string{build.LabelName: "llm", build.LabelPartOf: build.PartOf}
+	return map[string]string{convention.LabelName: "llm", convention.LabelPartOf: convention.PartOf}
 }
 
 // TestApplyWeights moves a Helm-made route from dual to v1 by weights
@@ -77,7 +78,7 @@ func TestApplyWeights(t *testing.T) {
 	before := live.DeepCopy()
 
 	w.Take()
-	changed, err := migration.ApplyWeights(ctx, c, live, build.PhaseDual)
+	changed, err := migration.ApplyWeights(ctx, c, live, convention.PhaseDual)
 	if err != nil || changed {
 		t.Fatalf("dual on a dual route: changed %v, %v", changed, err)
 	}
@@ -85,7 +86,7 @@ func TestApplyWeights(t *testing.T) {
 		t.Errorf("a route that is right was written: %v", got)
 	}
 
-	changed, err = migration.ApplyWeights(ctx, c, live, build.PhaseV1)
+	changed, err = migration.ApplyWeights(ctx, c, live, convention.PhaseV1)
 	if err != nil || !changed {
 		t.Fatalf("v1 on a dual route: changed %v, %v", changed, err)
 	}
@@ -112,13 +113,13 @@ func TestApplyWeights(t *testing.T) {
 	if !strings.Contains(owners["labeller"], `f:team`) {
 		t.Errorf("the labeller lost its label: %s", owners["labeller"])
 	}
-	ours := owners[migration.FieldManager]
+	ours := owners[convention.MigrationFieldManager]
 	if !strings.Contains(ours, "f:rules") || !strings.Contains(ours, migration.AnnotationMigrated) || strings.Contains(ours, "f:parentRefs") || strings.Contains(ours, "f:hostnames") || strings.Contains(ours, "f:labels") {
-		t.Errorf("%s should own the rules (an atomic list) and the annotation only: %s", migration.FieldManager, ours)
+		t.Errorf("%s should own the rules (an atomic list) and the annotation only: %s", convention.MigrationFieldManager, ours)
 	}
 
 	t.Run("again writes nothing", func(t *testing.T) {
-		for _, phase := range []build.Phase{build.PhaseV1, build.PhaseRetired} {
+		for _, phase := range []convention.Phase{convention.PhaseV1, convention.PhaseRetired} {
 			changed, err := migration.ApplyWeights(ctx, c, after, phase)
 			if err != nil || changed {
 				t.Errorf("%s: changed %v, %v", phase, changed, err)
@@ -130,7 +131,7 @@ func TestApplyWeights(t *testing.T) {
 	})
 
 	t.Run("a stale copy is checked against the live route", func(t *testing.T) {
-		changed, err := migration.ApplyWeights(ctx, c, before, build.PhaseV1)
+		changed, err := migration.ApplyWeights(ctx, c, before, convention.PhaseV1)
 		if err != nil || changed {
 			t.Errorf("changed %v, %v", changed, err)
 		}
@@ -147,7 +148,7 @@ func TestApplyWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Take()
-		_, err := migration.ApplyWeights(ctx, c, lone, build.PhaseV1)
+		_, err := migration.ApplyWeights(ctx, c, lone, convention.PhaseV1)
 		if !errors.Is(err, migration.ErrNoV1Backend) || !strings.Contains(err.Error(), "route "+ns+"/lone") {
 			t.Errorf("err = %v", err)
 		}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -68,8 +68,8 @@ func TestHelm4Template(t *testing.T) {
 	kinds := map[string]int{}
 	for _, d := range docs {
 		kinds[d.Object.GetKind()]++
-		if d.Object.GetKind() == "HTTPRoute" && d.Object.GetAnnotations()[cli.WeightsManagedByAnnotation] != "controller" {
-			t.Errorf("HTTPRoute %s lacks %s", d.Object.GetName(), cli.WeightsManagedByAnnotation)
+		if d.Object.GetKind() == "HTTPRoute" && d.Object.GetAnnotations()[convention.AnnotationWeightsManagedBy] != "controller" {
+			t.Errorf("HTTPRoute %s lacks %s", d.Object.GetName(), convention.AnnotationWeightsManagedBy)
 		}
 	}
 	for kind, n := range map[string]int{"LLMInferenceService": 1, "Deployment": 2, "InferencePool": 2, "HTTPRoute": 1} {
@@ -100,8 +100,8 @@ func TestHelm4InstallAndUpgrade(t *testing.T) {
 	if err := cp.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "demo-sim-kserve-route"}, route); err != nil {
 		t.Fatal(err)
 	}
-	if route.Annotations[cli.WeightsManagedByAnnotation] != "controller" {
-		t.Errorf("the installed route lacks %s", cli.WeightsManagedByAnnotation)
+	if route.Annotations[convention.AnnotationWeightsManagedBy] != "controller" {
+		t.Errorf("the installed route lacks %s", convention.AnnotationWeightsManagedBy)
 	}
 
 	h.Must(t, append([]string{"upgrade", "demo", "--set", "replicas=3"}, args...)...)

@@ -16,7 +16,7 @@ import (
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -177,7 +177,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 			t.Errorf("the v1 pool was accepted before V1PoolDelay: %+v", in.PoolV1.Status.Parents)
 		}
 		if time.Since(created) < delay {
-			if d := migration.Decide(in); d.Phase != build.PhaseDual {
+			if d := migration.Decide(in); d.Phase != convention.PhaseDual {
 				t.Errorf("Decide before the v1 pool is accepted = %s (%s), want dual", d.Phase, d.Message)
 			}
 		}
@@ -186,7 +186,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 	t.Run("v1 once the v1 pool is accepted", func(t *testing.T) {
 		testenv.Within(t, delay+20*time.Second, "the simulated status", func() error {
 			in := live(t, ns, "llm-route", "llm-pool")
-			if d := migration.Decide(in); d.Phase != build.PhaseV1 {
+			if d := migration.Decide(in); d.Phase != convention.PhaseV1 {
 				return fmt.Errorf("Decide = %s (%s)", d.Phase, d.Message)
 			}
 			return nil
