@@ -45,26 +45,11 @@ func (o Options) Defaults() Options {
 // Validate checks the options that take only some values. Errors name the
 // option's field.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Phase != "" {
-		if _, err := convention.ParsePhase(string(o.Phase)); err != nil {
-			errs = append(errs, fmt.Errorf("field Phase: %w", err))
-		}
-	}
-	if o.CertMode != "" {
-		if _, err := convention.ParseCertMode(string(o.CertMode)); err != nil {
-			errs = append(errs, fmt.Errorf("field CertMode: %w", err))
-		}
-	}
-	if o.OCIModelSource != "" {
-		if _, err := convention.ParseOCIModelSource(string(o.OCIModelSource)); err != nil {
-			errs = append(errs, fmt.Errorf("field OCIModelSource: %w", err))
-		}
-	}
-	if o.GatewayTLS != "" {
-		if _, err := convention.ParseGatewayTLS(string(o.GatewayTLS)); err != nil {
-			errs = append(errs, fmt.Errorf("field GatewayTLS: %w", err))
-		}
+	errs := []error{
+		checkSet("Phase", o.Phase, convention.ParsePhase),
+		checkSet("CertMode", o.CertMode, convention.ParseCertMode),
+		checkSet("OCIModelSource", o.OCIModelSource, convention.ParseOCIModelSource),
+		checkSet("GatewayTLS", o.GatewayTLS, convention.ParseGatewayTLS),
 	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
 		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
@@ -118,6 +103,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"its kind: TriggerAuthentication (in the service's namespace) or ClusterTriggerAuthentication")
 	fs.BoolVar(&o.Prometheus.UnsafeSSL, "prometheus-unsafe-ssl", false,
 		"do not verify Prometheus's certificate (KEDA's unsafeSsl); give a CA through the TriggerAuthentication instead")
+}
+
+// checkSet checks the option field, when it is set, with parse.
+func checkSet[T ~string](field string, v T, parse func(string) (T, error)) error {
+	if v == "" {
+		return nil
+	}
+	if _, err := parse(string(v)); err != nil {
+		return fmt.Errorf("field %s: %w", field, err)
+	}
+	return nil
 }
 
 // invertedBool is a boolean flag that sets the negation of its value.

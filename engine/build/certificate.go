@@ -1,8 +1,6 @@
 package build
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
@@ -21,18 +19,13 @@ func (b *builder) certificate(name, service, secret, component string) {
 		issuer.Kind = "Issuer"
 	}
 	ns := b.svc.Namespace
-	b.add(&unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cert-manager.io/v1",
-		"kind":       "Certificate",
-		"metadata":   b.unstructuredMeta(name, component),
-		"spec": map[string]any{
-			"secretName": secret,
-			"dnsNames": []any{
-				service, service + "." + ns, service + "." + ns + ".svc", service + "." + ns + ".svc.cluster.local",
-			},
-			"usages":     []any{"server auth"},
-			"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-			"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": issuer.Kind, "name": issuer.Name},
+	b.add(b.custom("cert-manager.io/v1", "Certificate", name, component, map[string]any{
+		"secretName": secret,
+		"dnsNames": []any{
+			service, service + "." + ns, service + "." + ns + ".svc", service + "." + ns + ".svc.cluster.local",
 		},
-	}})
+		"usages":     []any{"server auth"},
+		"privateKey": map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+		"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": issuer.Kind, "name": issuer.Name},
+	}))
 }

@@ -79,16 +79,11 @@ func (b *builder) destinationRule(name, component, host, sni string) *unstructur
 	} else {
 		tls["credentialName"] = convention.CABundleName
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "networking.istio.io/v1",
-		"kind":       "DestinationRule",
-		"metadata":   b.unstructuredMeta(name, component),
-		"spec": map[string]any{
-			"host":          host,
-			"exportTo":      []any{"*"},
-			"trafficPolicy": map[string]any{"tls": tls},
-		},
-	}}
+	return b.custom("networking.istio.io/v1", "DestinationRule", name, component, map[string]any{
+		"host":          host,
+		"exportTo":      []any{"*"},
+		"trafficPolicy": map[string]any{"tls": tls},
+	})
 }
 
 // backendTLSPolicy makes a Gateway API gateway originate TLS to service
@@ -101,25 +96,32 @@ func (b *builder) backendTLSPolicy(name, component, hostname, service string, po
 		// its endpoints directly read the policy of the pool.
 		targets = append(targets, map[string]any{"group": GroupPoolV1, "kind": "InferencePool", "name": b.names.pool})
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1",
-		"kind":       "BackendTLSPolicy",
-		"metadata":   b.unstructuredMeta(name, component),
-		"spec": map[string]any{
-			"targetRefs": targets,
-			"validation": map[string]any{
-				"hostname":          hostname,
-				"caCertificateRefs": []any{map[string]any{"group": "", "kind": "ConfigMap", "name": convention.CABundleName}},
-			},
+	return b.custom("gateway.networking.k8s.io/v1", "BackendTLSPolicy", name, component, map[string]any{
+		"targetRefs": targets,
+		"validation": map[string]any{
+			"hostname":          hostname,
+			"caCertificateRefs": []any{map[string]any{"group": "", "kind": "ConfigMap", "name": convention.CABundleName}},
 		},
+	})
+}
+
+// custom is a child of a kind odh-serving has no Go type for (Istio's,
+// cert-manager's, the Prometheus Operator's, ...), with the metadata of
+// meta.
+func (b *builder) custom(apiVersion, kind, name, component string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion,
+		"kind":       kind,
+		"metadata":   map[string]any{"name": name, "namespace": b.svc.Namespace, "labels": anyValues(b.labels(component))},
+		"spec":       spec,
 	}}
 }
 
-// unstructuredMeta is meta for an unstructured child.
-func (b *builder) unstructuredMeta(name, component string) map[string]any {
-	labels := map[string]any{}
-	for k, v := range b.labels(component) {
-		labels[k] = v
+// anyValues is m as an unstructured object holds it.
+func anyValues(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
 	}
-	return map[string]any{"name": name, "namespace": b.svc.Namespace, "labels": labels}
+	return out
 }

@@ -72,53 +72,39 @@ func (b *builder) engineMonitor() *unstructured.Unstructured {
 	if b.opts.CertMode == convention.CertServiceCA {
 		ca = map[string]any{"configMap": map[string]any{"name": convention.ServiceCAConfigMap, "key": convention.ServiceCAConfigMapKey}}
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "monitoring.coreos.com/v1",
-		"kind":       "PodMonitor",
-		"metadata":   b.unstructuredMeta(b.names.engineMonitor, ComponentMonitoring),
-		"spec": map[string]any{
-			"selector": map[string]any{
-				"matchLabels": map[string]any{convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name},
-				"matchExpressions": []any{map[string]any{
-					"key": convention.LabelComponent, "operator": "In", "values": workloadComponents,
-				}},
-			},
-			"podMetricsEndpoints": []any{map[string]any{
-				"port":   MetricsPortName,
-				"scheme": "https",
-				"tlsConfig": map[string]any{
-					"ca":         ca,
-					"serverName": b.names.workloadService + "." + b.svc.Namespace + ".svc",
-				},
-				"relabelings": relabelings(true),
+	return b.custom("monitoring.coreos.com/v1", "PodMonitor", b.names.engineMonitor, ComponentMonitoring, map[string]any{
+		"selector": map[string]any{
+			"matchLabels": map[string]any{convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name},
+			"matchExpressions": []any{map[string]any{
+				"key": convention.LabelComponent, "operator": "In", "values": workloadComponents,
 			}},
 		},
-	}}
+		"podMetricsEndpoints": []any{map[string]any{
+			"port":   MetricsPortName,
+			"scheme": "https",
+			"tlsConfig": map[string]any{
+				"ca":         ca,
+				"serverName": b.names.workloadService + "." + b.svc.Namespace + ".svc",
+			},
+			"relabelings": relabelings(true),
+		}},
+	})
 }
 
 // eppMonitor scrapes the endpoint picker's metrics port with the metrics
 // reader's token.
 func (b *builder) eppMonitor() *unstructured.Unstructured {
-	selector := map[string]any{}
-	for k, v := range b.labels(ComponentScheduler) {
-		selector[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "monitoring.coreos.com/v1",
-		"kind":       "ServiceMonitor",
-		"metadata":   b.unstructuredMeta(b.names.eppMonitor, ComponentMonitoring),
-		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": selector},
-			"endpoints": []any{map[string]any{
-				"port": "metrics",
-				"authorization": map[string]any{
-					"type":        "Bearer",
-					"credentials": map[string]any{"name": b.names.metricsReader, "key": corev1.ServiceAccountTokenKey},
-				},
-				"relabelings": relabelings(false),
-			}},
-		},
-	}}
+	return b.custom("monitoring.coreos.com/v1", "ServiceMonitor", b.names.eppMonitor, ComponentMonitoring, map[string]any{
+		"selector": map[string]any{"matchLabels": anyValues(b.labels(ComponentScheduler))},
+		"endpoints": []any{map[string]any{
+			"port": "metrics",
+			"authorization": map[string]any{
+				"type":        "Bearer",
+				"credentials": map[string]any{"name": b.names.metricsReader, "key": corev1.ServiceAccountTokenKey},
+			},
+			"relabelings": relabelings(false),
+		}},
+	})
 }
 
 // metricsReader is the ServiceAccount whose token the endpoint picker's

@@ -1,6 +1,10 @@
 package convention
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Field managers of server-side apply.
 const (
@@ -70,14 +74,7 @@ const (
 var Phases = []Phase{PhaseAlpha2, PhaseDual, PhaseV1, PhaseRetired}
 
 // ParsePhase checks a phase name.
-func ParsePhase(s string) (Phase, error) {
-	for _, p := range Phases {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("unknown migration phase %q: want one of alpha2, dual, v1, retired", s)
-}
+func ParsePhase(s string) (Phase, error) { return parse("migration phase", s, Phases...) }
 
 // CertMode is where the workloads' and the endpoint picker's serving
 // certificates come from. Render never makes a key: that would make its
@@ -115,11 +112,7 @@ const (
 
 // ParseOCIModelSource checks an OCI model source name.
 func ParseOCIModelSource(s string) (OCIModelSource, error) {
-	switch m := OCIModelSource(s); m {
-	case OCIModelcar, OCIImageVolume:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown OCI model source %q: want modelcar or image-volume", s)
+	return parse("OCI model source", s, OCIModelcar, OCIImageVolume)
 }
 
 // The issuer cert-manager Certificates name unless told otherwise: the
@@ -131,11 +124,7 @@ const (
 
 // ParseCertMode checks a certificate mode name.
 func ParseCertMode(s string) (CertMode, error) {
-	switch m := CertMode(s); m {
-	case CertSelfSigned, CertServiceCA, CertManager:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown certificate mode %q: want self-signed, service-ca or cert-manager", s)
+	return parse("certificate mode", s, CertSelfSigned, CertServiceCA, CertManager)
 }
 
 // GatewayTLS is what tells the gateway to originate TLS to the model
@@ -154,11 +143,21 @@ const (
 
 // ParseGatewayTLS checks a gateway TLS name.
 func ParseGatewayTLS(s string) (GatewayTLS, error) {
-	switch g := GatewayTLS(s); g {
-	case GatewayTLSNone, GatewayTLSIstio, GatewayTLSBackendTLSPolicy:
-		return g, nil
+	return parse("gateway TLS", s, GatewayTLSNone, GatewayTLSIstio, GatewayTLSBackendTLSPolicy)
+}
+
+// parse returns s if it is one of values; the error names what s is and
+// the values, in order.
+func parse[T ~string](what, s string, values ...T) (T, error) {
+	if i := slices.Index(values, T(s)); i >= 0 {
+		return values[i], nil
 	}
-	return "", fmt.Errorf("unknown gateway TLS %q: want none, istio or backend-tls-policy", s)
+	names := make([]string, len(values))
+	for i, v := range values {
+		names[i] = string(v)
+	}
+	last := len(names) - 1
+	return "", fmt.Errorf("unknown %s %q: want %s or %s", what, s, strings.Join(names[:last], ", "), names[last])
 }
 
 // IstioGatewayControllers are the GatewayClass controller names of Istio's
