@@ -62,43 +62,41 @@ func newHubCfg() conversion.Hub           { return &v1alpha2.LLMInferenceService
 func newSpokeSvc() conversion.Convertible { return &v1alpha1.LLMInferenceService{} }
 func newSpokeCfg() conversion.Convertible { return &v1alpha1.LLMInferenceServiceConfig{} }
 
+// toSpoke converts a v1alpha2 object into a v1alpha1 one; toHub the other way.
+func toSpoke(h conversion.Hub, s conversion.Convertible) error { return s.ConvertFrom(h) }
+func toHub(s conversion.Convertible, h conversion.Hub) error   { return s.ConvertTo(h) }
+
 // roundTripHub checks v1alpha2 -> JSON -> v1alpha1 -> JSON -> v1alpha2.
 func roundTripHub(t *testing.T, in conversion.Hub, newHub func() conversion.Hub, newSpoke func() conversion.Convertible) {
 	t.Helper()
-	want := newHub()
-	jsonCopy(t, in, want)
-	via := newSpoke()
-	if err := via.ConvertFrom(want); err != nil {
-		t.Fatalf("ConvertFrom: %v", err)
-	}
-	viaCopy := newSpoke()
-	jsonCopy(t, via, viaCopy)
-	got := newHub()
-	if err := viaCopy.ConvertTo(got); err != nil {
-		t.Fatalf("ConvertTo: %v", err)
-	}
-	if diff := cmp.Diff(mustJSON(t, want), mustJSON(t, got)); diff != "" {
-		t.Fatalf("v1alpha2 -> v1alpha1 -> v1alpha2 lost data (-want +got):\n%s", diff)
-	}
+	roundTrip(t, "v1alpha2 -> v1alpha1 -> v1alpha2", in, newHub, newSpoke, toSpoke, toHub)
 }
 
 // roundTripSpoke checks v1alpha1 -> JSON -> v1alpha2 -> JSON -> v1alpha1.
 func roundTripSpoke(t *testing.T, in conversion.Convertible, newHub func() conversion.Hub, newSpoke func() conversion.Convertible) {
 	t.Helper()
-	want := newSpoke()
+	roundTrip(t, "v1alpha1 -> v1alpha2 -> v1alpha1", in, newSpoke, newHub, toHub, toSpoke)
+}
+
+// roundTrip sends in through JSON, converts it with there, sends the result
+// through JSON and converts it back, as the API server and the conversion
+// webhook do, and requires the JSON of what comes back to be in's.
+func roundTrip[In, Via any](t *testing.T, trip string, in In, newIn func() In, newVia func() Via, there func(In, Via) error, back func(Via, In) error) {
+	t.Helper()
+	want := newIn()
 	jsonCopy(t, in, want)
-	via := newHub()
-	if err := want.ConvertTo(via); err != nil {
-		t.Fatalf("ConvertTo: %v", err)
+	via := newVia()
+	if err := there(want, via); err != nil {
+		t.Fatalf("%s: convert there: %v", trip, err)
 	}
-	viaCopy := newHub()
+	viaCopy := newVia()
 	jsonCopy(t, via, viaCopy)
-	got := newSpoke()
-	if err := got.ConvertFrom(viaCopy); err != nil {
-		t.Fatalf("ConvertFrom: %v", err)
+	got := newIn()
+	if err := back(viaCopy, got); err != nil {
+		t.Fatalf("%s: convert back: %v", trip, err)
 	}
 	if diff := cmp.Diff(mustJSON(t, want), mustJSON(t, got)); diff != "" {
-		t.Fatalf("v1alpha1 -> v1alpha2 -> v1alpha1 lost data (-want +got):\n%s", diff)
+		t.Fatalf("%s lost data (-want +got):\n%s", trip, diff)
 	}
 }
 

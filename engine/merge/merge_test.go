@@ -27,6 +27,15 @@ func TestSpecs(t *testing.T) {
 		}),
 	}
 	preset.Replicas = ptr.To[int32](1)
+	// wantEnv checks the main container's environment.
+	wantEnv := func(want []corev1.EnvVar) func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
+		return func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
+			t.Helper()
+			if diff := cmp.Diff(want, got.Template.Containers[0].Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		}
+	}
 	tests := map[string]struct {
 		service *v1alpha2.LLMInferenceServiceSpec
 		check   func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec)
@@ -55,13 +64,7 @@ func TestSpecs(t *testing.T) {
 		},
 		"env merges by name, later value wins": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "main", Env: []corev1.EnvVar{{Name: "LOG", Value: "DEBUG"}, {Name: "NEW", Value: "1"}}})},
-			check: func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
-				t.Helper()
-				want := []corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "DEBUG"}, {Name: "NEW", Value: "1"}}
-				if diff := cmp.Diff(want, got.Template.Containers[0].Env); diff != "" {
-					t.Errorf("env (-want +got):\n%s", diff)
-				}
-			},
+			check:   wantEnv([]corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "DEBUG"}, {Name: "NEW", Value: "1"}}),
 		},
 		"a second container is added, not merged": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "sidecar", Image: "proxy"})},
@@ -74,13 +77,7 @@ func TestSpecs(t *testing.T) {
 		},
 		"inherited list items keep their place; new ones follow": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "main", Env: []corev1.EnvVar{{Name: "NEW", Value: "$(HOME)/x"}}})},
-			check: func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
-				t.Helper()
-				want := []corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "INFO"}, {Name: "NEW", Value: "$(HOME)/x"}}
-				if diff := cmp.Diff(want, got.Template.Containers[0].Env); diff != "" {
-					t.Errorf("env (-want +got):\n%s", diff)
-				}
-			},
+			check:   wantEnv([]corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "INFO"}, {Name: "NEW", Value: "$(HOME)/x"}}),
 		},
 		"zero replicas is a value, nil is not": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Replicas: ptr.To[int32](0)}},

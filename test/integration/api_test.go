@@ -170,113 +170,58 @@ func ptrTo[T any](v T) *T { return &v }
 // nothing was created.
 func TestIntegrationWebhookRejects(t *testing.T) {
 	ns := testenv.NewNamespace(t, cp.Client, "it")
+	// Each case is an object of kind in serving.kserve.io/version, with body
+	// below apiVersion and kind.
 	tests := map[string]struct {
-		yaml string
-		want string
+		version, kind, body string
+		want                string
 	}{
 		"route refs with route spec": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-spec:
-  router:
-    route:
-      http:
-        refs: [{name: mine}]
-        spec: {rules: [{}]}`,
+			version: "v1alpha2", kind: "LLMInferenceService", body: "spec: {router: {route: {http: {refs: [{name: mine}], spec: {rules: [{}]}}}}}",
 			want: "spec.router.route.http.spec: Forbidden: set either route.http.refs (routes you manage) or route.http.spec (a managed route), not both",
 		},
 		"route refs with managed gateway (v1alpha1)": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-spec:
-  router:
-    route: {http: {refs: [{name: mine}]}}
-    gateway: {}`,
+			version: "v1alpha1", kind: "LLMInferenceService", body: "spec: {router: {route: {http: {refs: [{name: mine}]}}, gateway: {}}}",
 			want: "spec.router.gateway: Forbidden: a managed gateway ({}) cannot be combined with route.http.refs",
 		},
 		"parentRefs with gateway refs": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-spec:
-  router:
-    route: {http: {spec: {parentRefs: [{name: gw}]}}}
-    gateway: {refs: [{name: gw, namespace: infra}]}`,
+			version: "v1alpha2", kind: "LLMInferenceService", body: "spec: {router: {route: {http: {spec: {parentRefs: [{name: gw}]}}}, gateway: {refs: [{name: gw, namespace: infra}]}}}",
 			want: "spec.router.route.http.spec.parentRefs: Forbidden: set either route.http.spec.parentRefs or gateway.refs, not both",
 		},
 		"worker without parallelism": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-spec:
-  worker: {containers: [{name: main}]}`,
+			version: "v1alpha1", kind: "LLMInferenceService", body: "spec: {worker: {containers: [{name: main}]}}",
 			want: "spec.parallelism: Required value: a worker needs data parallelism (data and dataLocal) or pipeline parallelism (pipeline)",
 		},
 		"pipeline with data": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-spec:
-  prefill: {parallelism: {pipeline: 2, data: 4, dataLocal: 2}}`,
+			version: "v1alpha2", kind: "LLMInferenceService", body: "spec: {prefill: {parallelism: {pipeline: 2, data: 4, dataLocal: 2}}}",
 			want: "spec.prefill.parallelism.pipeline: Forbidden: pipeline parallelism cannot be combined with data parallelism",
 		},
 		"data without dataLocal": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-spec:
-  parallelism: {data: 4}`,
+			version: "v1alpha2", kind: "LLMInferenceService", body: "spec: {parallelism: {data: 4}}",
 			want: "spec.parallelism.dataLocal: Required value: data and dataLocal must be set together",
 		},
 		"zero tensor": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-spec:
-  parallelism: {tensor: 0}`,
+			version: "v1alpha1", kind: "LLMInferenceService", body: "spec: {parallelism: {tensor: 0}}",
 			want: "spec.parallelism.tensor: Invalid value: 0: must be greater than 0",
 		},
 		"rpc port out of range": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceService
-spec:
-  parallelism: {data: 4, dataLocal: 2, dataRPCPort: 0}`,
+			version: "v1alpha2", kind: "LLMInferenceService", body: "spec: {parallelism: {data: 4, dataLocal: 2, dataRPCPort: 0}}",
 			want: "spec.parallelism.dataRPCPort: Invalid value: 0: must be a port number between 1 and 65535",
 		},
 		"config with baseRefs (v1alpha1)": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceServiceConfig
-spec:
-  baseRefs: [{name: other}]`,
+			version: "v1alpha1", kind: "LLMInferenceServiceConfig", body: "spec: {baseRefs: [{name: other}]}",
 			want: "spec.baseRefs: Forbidden: an LLMInferenceServiceConfig may not reference other configs",
 		},
 		"unknown field in a partial pod spec": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-spec:
-  template: {containers: [{name: main, imagee: vllm}]}`,
+			version: "v1alpha1", kind: "LLMInferenceService", body: "spec: {template: {containers: [{name: main, imagee: vllm}]}}",
 			want: "spec.template.containers[0].imagee: Forbidden: unknown field",
 		},
 		"wrong type in a preset pod spec": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha2
-kind: LLMInferenceServiceConfig
-spec:
-  prefill: {template: {containers: [{name: main, ports: [{containerPort: http}]}]}}`,
+			version: "v1alpha2", kind: "LLMInferenceServiceConfig", body: "spec: {prefill: {template: {containers: [{name: main, ports: [{containerPort: http}]}]}}}",
 			want: `spec.prefill.template.containers[0].ports[0].containerPort: Invalid value: "http": must be of type int32, not string`,
 		},
 		"criticality annotation on v1alpha1": {
-			yaml: `
-apiVersion: serving.kserve.io/v1alpha1
-kind: LLMInferenceService
-metadata:
-  annotations: {serving.kserve.io/criticality: Critical}
-spec: {}`,
+			version: "v1alpha1", kind: "LLMInferenceService", body: "metadata: {annotations: {serving.kserve.io/criticality: Critical}}\nspec: {}",
 			want: "metadata.annotations[serving.kserve.io/criticality]: Forbidden: in v1alpha1 set spec.model.criticality instead",
 		},
 	}
@@ -284,7 +229,7 @@ spec: {}`,
 	for name, tc := range tests {
 		i++
 		t.Run(name, func(t *testing.T) {
-			u := decodeYAML(t, []byte(tc.yaml))
+			u := decodeYAML(t, []byte("apiVersion: serving.kserve.io/"+tc.version+"\nkind: "+tc.kind+"\n"+tc.body))
 			u.SetNamespace(ns)
 			u.SetName(strings.ReplaceAll(strings.ToLower(strings.Fields(name)[0]), "_", "-") + "-" + string(rune('a'+i)))
 			err := cp.Client.Create(t.Context(), u)
