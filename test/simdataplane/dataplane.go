@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -202,6 +203,22 @@ func (d *DataPlane) logf(format string, args ...any) {
 }
 
 func (d *DataPlane) client() client.Client { return d.mgr.GetClient() }
+
+// writeStatus sets *status, a part of obj's status, to next and writes obj's
+// status as FieldManager; what says what the write does, for its error. When
+// *status holds next already it writes nothing: like the controllers it
+// plays, the simulator makes no write in steady state. wrote says whether
+// there was a change to log.
+func writeStatus[S any](ctx context.Context, d *DataPlane, obj client.Object, status *S, next S, what string) (wrote bool, err error) {
+	if equality.Semantic.DeepEqual(*status, next) {
+		return false, nil
+	}
+	*status = next
+	if err := d.client().Status().Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	return true, nil
+}
 
 // selected says whether a workload is one the simulator reports on.
 func (d *DataPlane) selected(obj client.Object) bool {

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,12 +34,8 @@ func (d *DataPlane) reconcileGatewayClass(ctx context.Context, req reconcile.Req
 	conds := slices.Clone(gc.Status.Conditions)
 	meta.SetStatusCondition(&conds, trueCondition(string(gatewayv1.GatewayClassConditionStatusAccepted), string(gatewayv1.GatewayClassReasonAccepted),
 		"accepted by the simulated gateway controller", gc.Generation))
-	if equality.Semantic.DeepEqual(gc.Status.Conditions, conds) {
-		return reconcile.Result{}, nil
-	}
-	gc.Status.Conditions = conds
-	if err := d.client().Status().Update(ctx, gc, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("accept GatewayClass %s: %w", gc.Name, err)
+	if wrote, err := writeStatus(ctx, d, gc, &gc.Status.Conditions, conds, "accept GatewayClass "+gc.Name); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logf("GatewayClass %s Accepted (controller %s)", gc.Name, gc.Spec.ControllerName)
 	return reconcile.Result{}, nil
@@ -119,13 +114,9 @@ func (d *DataPlane) reconcileGateway(ctx context.Context, req reconcile.Request)
 		listeners = append(listeners, ls)
 	}
 	status.Listeners = listeners
-	if equality.Semantic.DeepEqual(&gw.Status, status) {
-		return reconcile.Result{}, nil
-	}
 	wasProgrammed := meta.IsStatusConditionTrue(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
-	gw.Status = *status
-	if err := d.client().Status().Update(ctx, gw, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("program Gateway %s: %w", req.NamespacedName, err)
+	if wrote, err := writeStatus(ctx, d, gw, &gw.Status, *status, "program Gateway "+req.String()); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	if !wasProgrammed {
 		d.logf("Gateway %s Programmed at %s (generation %d)", req.NamespacedName, d.opts.GatewayAddress, gw.Generation)

@@ -2,6 +2,7 @@ package simdataplane_test
 
 import (
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,4 +40,21 @@ func create(t *testing.T, objs ...client.Object) {
 func get(t *testing.T, obj client.Object, namespace, name string) error {
 	t.Helper()
 	return cp.Client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, obj)
+}
+
+// waitStatus reads the object namespace/name afresh until check passes on
+// it, within 20 s: the simulator reports status a moment after it sees an
+// object.
+func waitStatus[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, namespace, name string, check func(P) error) {
+	t.Helper()
+	testenv.Within(t, 20*time.Second, "the simulated status of "+name, func() error {
+		obj := P(new(T))
+		if err := get(t, obj, namespace, name); err != nil {
+			return err
+		}
+		return check(obj)
+	})
 }

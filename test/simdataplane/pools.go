@@ -87,12 +87,8 @@ func (d *DataPlane) reconcilePoolV1(ctx context.Context, req reconcile.Request) 
 		}
 		status = append(status, gieapiv1.ParentStatus{ParentRef: ref, ControllerName: controller, Conditions: p.conditions(prev)})
 	}
-	if equality.Semantic.DeepEqual(pool.Status.Parents, status) {
-		return reconcile.Result{}, nil
-	}
-	pool.Status.Parents = status
-	if err := d.client().Status().Update(ctx, pool, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("report InferencePool %s (%s): %w", req.NamespacedName, gkPoolV1.Group, err)
+	if wrote, err := writeStatus(ctx, d, pool, &pool.Status.Parents, status, "report InferencePool "+req.String()+" ("+gkPoolV1.Group+")"); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logPool(req.NamespacedName, gkPoolV1.Group, pool.Generation, parents)
 	return reconcile.Result{}, nil
@@ -125,12 +121,10 @@ func (d *DataPlane) reconcilePoolAlpha2(ctx context.Context, req reconcile.Reque
 		}
 		status = append(status, gieapixv1alpha2.PoolStatus{GatewayRef: ref, Conditions: p.conditions(prev)})
 	}
-	if equality.Semantic.DeepEqual(pool.Status.Parents, status) || (len(pool.Status.Parents) == 0 && len(status) == 0) {
-		return reconcile.Result{}, nil
-	}
-	pool.Status.Parents = status
-	if err := d.client().Status().Update(ctx, pool, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("report InferencePool %s (%s): %w", req.NamespacedName, gkPoolAlpha2.Group, err)
+	// writeStatus's semantic equality takes an empty list for no parents
+	// (nil): a pool no gateway routes to is not written again.
+	if wrote, err := writeStatus(ctx, d, pool, &pool.Status.Parents, status, "report InferencePool "+req.String()+" ("+gkPoolAlpha2.Group+")"); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logPool(req.NamespacedName, gkPoolAlpha2.Group, pool.Generation, parents)
 	return reconcile.Result{}, nil

@@ -89,12 +89,8 @@ func (d *DataPlane) reconcileRoute(ctx context.Context, req reconcile.Request) (
 		parents = append(parents, gatewayv1.RouteParentStatus{ParentRef: ref, ControllerName: gatewayv1.GatewayController(d.opts.ControllerName), Conditions: conds})
 		summary = append(summary, fmt.Sprintf("%s: Accepted=%t ResolvedRefs=%s", key, len(listeners) > 0, rr.Status))
 	}
-	if equality.Semantic.DeepEqual(route.Status.Parents, parents) {
-		return reconcile.Result{}, nil
-	}
-	route.Status.Parents = parents
-	if err := d.client().Status().Update(ctx, route, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("report HTTPRoute %s: %w", req.NamespacedName, err)
+	if wrote, err := writeStatus(ctx, d, route, &route.Status.Parents, parents, "report HTTPRoute "+req.String()); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logf("HTTPRoute %s (generation %d): %s", req.NamespacedName, route.Generation, strings.Join(summary, "; "))
 	return reconcile.Result{}, nil

@@ -114,6 +114,19 @@ func parentCondition(r *gatewayv1.HTTPRoute, kind string) *metav1.Condition {
 	return nil
 }
 
+// waitRouteConditionFalse waits until the simulator's parent status of the
+// route namespace/name has condition kind False for reason.
+func waitRouteConditionFalse(t *testing.T, namespace, name string, kind gatewayv1.RouteConditionType, reason gatewayv1.RouteConditionReason) {
+	t.Helper()
+	waitStatus(t, namespace, name, func(r *gatewayv1.HTTPRoute) error {
+		c := parentCondition(r, string(kind))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(reason) {
+			return fmt.Errorf("%s %+v, want False for %s", kind, c, reason)
+		}
+		return nil
+	})
+}
+
 // TestIntegrationMigrationSeenByDecide: with the simulated gateway the
 // migration package decides dual while only the v1alpha2 pool is accepted
 // and v1 once the v1 pool is too, V1PoolDelay later.
@@ -134,11 +147,7 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 		backend("", "Service", "llm-workload", 0)))
 
 	t.Run("gateway Programmed with an address and the route attached", func(t *testing.T) {
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			gw := &gatewayv1.Gateway{}
-			if err := get(t, gw, sys, "ingress"); err != nil {
-				return err
-			}
+		waitStatus(t, sys, "ingress", func(gw *gatewayv1.Gateway) error {
 			c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
 			switch {
 			case c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != gw.Generation:
@@ -208,33 +217,13 @@ func TestIntegrationMigrationSeenByDecide(t *testing.T) {
 
 	t.Run("missing backend: ResolvedRefs False", func(t *testing.T) {
 		create(t, route(ns, "broken", sys, "ingress", backend("", "Service", "nothing-here", 1)))
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			r := &gatewayv1.HTTPRoute{}
-			if err := get(t, r, ns, "broken"); err != nil {
-				return err
-			}
-			rr := parentCondition(r, string(gatewayv1.RouteConditionResolvedRefs))
-			if rr == nil || rr.Status != metav1.ConditionFalse || rr.Reason != string(gatewayv1.RouteReasonBackendNotFound) {
-				return fmt.Errorf("ResolvedRefs %+v", rr)
-			}
-			return nil
-		})
+		waitRouteConditionFalse(t, ns, "broken", gatewayv1.RouteConditionResolvedRefs, gatewayv1.RouteReasonBackendNotFound)
 	})
 
 	t.Run("listener for its own namespace only: not Accepted", func(t *testing.T) {
 		create(t, gateway(sys, "private", gatewayv1.NamespacesFromSame))
 		create(t, route(ns, "to-private", sys, "private", backend("", "Service", "llm-workload", 1)))
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			r := &gatewayv1.HTTPRoute{}
-			if err := get(t, r, ns, "to-private"); err != nil {
-				return err
-			}
-			a := parentCondition(r, string(gatewayv1.RouteConditionAccepted))
-			if a == nil || a.Status != metav1.ConditionFalse || a.Reason != string(gatewayv1.RouteReasonNotAllowedByListeners) {
-				return fmt.Errorf("Accepted %+v", a)
-			}
-			return nil
-		})
+		waitRouteConditionFalse(t, ns, "to-private", gatewayv1.RouteConditionAccepted, gatewayv1.RouteReasonNotAllowedByListeners)
 	})
 
 	if !strings.Contains(log.String(), "accepts v1 pools 3s after they appear") {

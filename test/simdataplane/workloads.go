@@ -2,11 +2,9 @@ package simdataplane
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -17,10 +15,16 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
+// setupWorkloads runs r, named name, for the selected workloads of obj's
+// kind.
+func (d *DataPlane) setupWorkloads(name string, obj client.Object, r reconcile.Func) error {
+	return builder.ControllerManagedBy(d.mgr).Named(name).
+		For(obj, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
+		Complete(r)
+}
+
 func (d *DataPlane) setupDeployments() error {
-	return builder.ControllerManagedBy(d.mgr).Named("simulated-deployments").
-		For(&appsv1.Deployment{}, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
-		Complete(reconcile.Func(d.reconcileDeployment))
+	return d.setupWorkloads("simulated-deployments", &appsv1.Deployment{}, d.reconcileDeployment)
 }
 
 // reconcileDeployment reports every replica of a selected Deployment ready
@@ -40,12 +44,8 @@ func (d *DataPlane) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	status.UnavailableReplicas = 0
 	setDeploymentCondition(status, appsv1.DeploymentAvailable, "MinimumReplicasAvailable", "Deployment has minimum availability (simulated: no Pod runs).")
 	setDeploymentCondition(status, appsv1.DeploymentProgressing, "NewReplicaSetAvailable", "ReplicaSet is available (simulated).")
-	if equality.Semantic.DeepEqual(&dep.Status, status) {
-		return reconcile.Result{}, nil
-	}
-	dep.Status = *status
-	if err := d.client().Status().Update(ctx, dep, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("report Deployment %s available: %w", req.NamespacedName, err)
+	if wrote, err := writeStatus(ctx, d, dep, &dep.Status, *status, "report Deployment "+req.String()+" available"); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logf("Deployment %s Available: %d/%d replicas ready (generation %d)", req.NamespacedName, n, n, dep.Generation)
 	return reconcile.Result{}, nil
@@ -76,9 +76,7 @@ func setDeploymentCondition(status *appsv1.DeploymentStatus, kind appsv1.Deploym
 }
 
 func (d *DataPlane) setupLWS() error {
-	return builder.ControllerManagedBy(d.mgr).Named("simulated-leaderworkersets").
-		For(&lwsv1.LeaderWorkerSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
-		Complete(reconcile.Func(d.reconcileLWS))
+	return d.setupWorkloads("simulated-leaderworkersets", &lwsv1.LeaderWorkerSet{}, d.reconcileLWS)
 }
 
 // reconcileLWS reports every group of a selected LeaderWorkerSet ready, as
@@ -103,12 +101,8 @@ func (d *DataPlane) reconcileLWS(ctx context.Context, req reconcile.Request) (re
 		Type: string(lwsv1.LeaderWorkerSetProgressing), Status: metav1.ConditionFalse, ObservedGeneration: lws.Generation,
 		Reason: "AllGroupsReady", Message: "All replicas are ready (simulated)",
 	})
-	if equality.Semantic.DeepEqual(&lws.Status, status) {
-		return reconcile.Result{}, nil
-	}
-	lws.Status = *status
-	if err := d.client().Status().Update(ctx, lws, client.FieldOwner(FieldManager)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("report LeaderWorkerSet %s available: %w", req.NamespacedName, err)
+	if wrote, err := writeStatus(ctx, d, lws, &lws.Status, *status, "report LeaderWorkerSet "+req.String()+" available"); err != nil || !wrote {
+		return reconcile.Result{}, err
 	}
 	d.logf("LeaderWorkerSet %s Available: %d/%d groups of %d pods ready (generation %d)", req.NamespacedName, n, n, size, lws.Generation)
 	return reconcile.Result{}, nil

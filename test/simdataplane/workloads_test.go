@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,13 +73,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 	create(t, lws)
 
 	t.Run("selected Deployment becomes Available", func(t *testing.T) {
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			d := &appsv1.Deployment{}
-			if err := get(t, d, ns, "svc-kserve"); err != nil {
-				return err
-			}
-			return deploymentReady(d, 3)
-		})
+		waitStatus(t, ns, "svc-kserve", func(d *appsv1.Deployment) error { return deploymentReady(d, 3) })
 	})
 
 	t.Run("a replica change is observed with the new generation", func(t *testing.T) {
@@ -92,11 +85,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 		if err := cp.Client.Update(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			d := &appsv1.Deployment{}
-			if err := get(t, d, ns, "svc-kserve"); err != nil {
-				return err
-			}
+		waitStatus(t, ns, "svc-kserve", func(d *appsv1.Deployment) error {
 			if d.Generation < 2 {
 				return fmt.Errorf("generation %d after the update", d.Generation)
 			}
@@ -105,11 +94,7 @@ func TestIntegrationWorkloads(t *testing.T) {
 	})
 
 	t.Run("LeaderWorkerSet becomes Available", func(t *testing.T) {
-		testenv.Within(t, 20*time.Second, "the simulated status", func() error {
-			l := &lwsv1.LeaderWorkerSet{}
-			if err := get(t, l, ns, "svc-kserve-mn"); err != nil {
-				return err
-			}
+		waitStatus(t, ns, "svc-kserve-mn", func(l *lwsv1.LeaderWorkerSet) error {
 			c := meta.FindStatusCondition(l.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable))
 			switch {
 			case c == nil || c.Status != metav1.ConditionTrue:
