@@ -2,8 +2,8 @@
 // round after round (A B, then B A, ...), so a change in the host's load
 // reaches every command alike, and prints a markdown table with each
 // command's wall time (min, median, mean), its processor time (user +
-// system of the command and everything it waited for) and its ratio to the
-// last command. hack/bench-postrender.sh runs it.
+// system of the command and everything it waited for) and both medians'
+// ratios to the last command's. hack/bench-postrender.sh runs it.
 //
 //	go run ./hack/abbench -runs 30 -warmup 3 -name new -name old 'cmd A' 'cmd B'
 package main
@@ -59,11 +59,12 @@ func main() {
 		slices.Reverse(order)
 	}
 	last := len(cmds) - 1
-	fmt.Printf("| command | wall min | wall median | wall mean | CPU (user + sys) median | median / %s |\n", strings.Trim(labels[last], "`"))
-	fmt.Println("|---|---|---|---|---|---|")
+	base := strings.Trim(labels[last], "`")
+	fmt.Printf("| command | wall min | wall median | wall mean | CPU (user + sys) median | wall median / %s | CPU median / %s |\n", base, base)
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for i := range cmds {
-		fmt.Printf("| %s | %s | %s | %s | %s | %.2f× |\n", labels[i], ms(slices.Min(wall[i])), ms(median(wall[i])), ms(mean(wall[i])),
-			ms(median(cpu[i])), float64(median(wall[i]))/float64(median(wall[last])))
+		fmt.Printf("| %s | %s | %s | %s | %s | %.2f× | %.2f× |\n", labels[i], ms(slices.Min(wall[i])), ms(median(wall[i])), ms(mean(wall[i])),
+			ms(median(cpu[i])), float64(median(wall[i]))/float64(median(wall[last])), float64(median(cpu[i]))/float64(median(cpu[last])))
 	}
 	fmt.Printf("\n%d runs each, alternating, after %d warm-up runs each.\n", *runs, *warmup)
 }
