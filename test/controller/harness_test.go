@@ -291,32 +291,22 @@ func (e *env) simulate() {
 // LeaderWorkerSets.
 func (e *env) simulateWorkloads(lws bool) {
 	e.t.Helper()
-	ctx := context.Background()
-	var pending []client.Object
-	deployments := &appsv1.DeploymentList{}
-	e.must(e.c.List(ctx, deployments, client.InNamespace(e.ns)))
-	for i := range deployments.Items {
-		d := &deployments.Items[i]
+	pending := statusesToWrite(e, &appsv1.DeploymentList{}, func(d *appsv1.Deployment) bool {
 		if d.Status.ObservedGeneration == d.Generation && len(d.Status.Conditions) > 0 {
-			continue
+			return false
 		}
 		d.Status.ObservedGeneration = d.Generation
 		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ready"}}
-		pending = append(pending, d)
-	}
-	if !lws {
-		e.updateStatuses(pending)
-		return
-	}
-	groups := &lwsv1.LeaderWorkerSetList{}
-	e.must(e.c.List(ctx, groups, client.InNamespace(e.ns)))
-	for i := range groups.Items {
-		l := &groups.Items[i]
-		if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
-			continue
-		}
-		l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
-		pending = append(pending, l)
+		return true
+	})
+	if lws {
+		pending = append(pending, statusesToWrite(e, &lwsv1.LeaderWorkerSetList{}, func(l *lwsv1.LeaderWorkerSet) bool {
+			if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
+				return false
+			}
+			l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
+			return true
+		})...)
 	}
 	e.updateStatuses(pending)
 }
@@ -324,12 +314,7 @@ func (e *env) simulateWorkloads(lws bool) {
 // simulateRoutes has every route accepted by each of its parents.
 func (e *env) simulateRoutes() {
 	e.t.Helper()
-	ctx := context.Background()
-	var pending []client.Object
-	routes := &gatewayv1.HTTPRouteList{}
-	e.must(e.c.List(ctx, routes, client.InNamespace(e.ns)))
-	for i := range routes.Items {
-		rt := &routes.Items[i]
+	e.updateStatuses(statusesToWrite(e, &gatewayv1.HTTPRouteList{}, func(rt *gatewayv1.HTTPRoute) bool {
 		var parents []gatewayv1.RouteParentStatus
 		for _, p := range rt.Spec.ParentRefs {
 			parents = append(parents, gatewayv1.RouteParentStatus{
@@ -338,37 +323,31 @@ func (e *env) simulateRoutes() {
 			})
 		}
 		if len(rt.Status.Parents) == len(parents) && len(parents) > 0 && rt.Status.Parents[0].Conditions[0].ObservedGeneration == rt.Generation {
-			continue
+			return false
 		}
 		rt.Status.Parents = parents
-		pending = append(pending, rt)
-	}
-	e.updateStatuses(pending)
+		return true
+	}))
 }
 
 // simulatePools has every InferencePool (both groups) accepted by the
 // ingress gateway.
 func (e *env) simulatePools() {
 	e.t.Helper()
-	ctx := context.Background()
+	waiting := func(parents int, name string) bool {
+		return parents == 0 && (e.poolFilter == nil || e.poolFilter(name))
+	}
 	gw := gieapiv1.ParentReference{Group: ptr(gieapiv1.Group("gateway.networking.k8s.io")), Kind: "Gateway", Name: "kserve-ingress-gateway", Namespace: gieapiv1.Namespace(e.sys)}
-	var pending []client.Object
-	v1 := &gieapiv1.InferencePoolList{}
-	e.must(e.c.List(ctx, v1, client.InNamespace(e.ns)))
-	for i := range v1.Items {
-		p := &v1.Items[i]
-		if len(p.Status.Parents) > 0 || (e.poolFilter != nil && !e.poolFilter(p.Name)) {
-			continue
+	pending := statusesToWrite(e, &gieapiv1.InferencePoolList{}, func(p *gieapiv1.InferencePool) bool {
+		if !waiting(len(p.Status.Parents), p.Name) {
+			return false
 		}
 		p.Status.Parents = []gieapiv1.ParentStatus{{ParentRef: gw, Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)}}}
-		pending = append(pending, p)
-	}
-	a2 := &gieapixv1alpha2.InferencePoolList{}
-	e.must(e.c.List(ctx, a2, client.InNamespace(e.ns)))
-	for i := range a2.Items {
-		p := &a2.Items[i]
-		if len(p.Status.Parents) > 0 || (e.poolFilter != nil && !e.poolFilter(p.Name)) {
-			continue
+		return true
+	})
+	pending = append(pending, statusesToWrite(e, &gieapixv1alpha2.InferencePoolList{}, func(p *gieapixv1alpha2.InferencePool) bool {
+		if !waiting(len(p.Status.Parents), p.Name) {
+			return false
 		}
 		p.Status.Parents = []gieapixv1alpha2.PoolStatus{{
 			GatewayRef: gieapixv1alpha2.ParentGatewayReference{
@@ -377,9 +356,31 @@ func (e *env) simulatePools() {
 			},
 			Conditions: []metav1.Condition{condition("Accepted", p.Generation), condition("ResolvedRefs", p.Generation)},
 		}}
-		pending = append(pending, p)
-	}
+		return true
+	})...)
 	e.updateStatuses(pending)
+}
+
+// statusesToWrite lists the objects of list's kind in the test namespace and
+// returns those set gave a status: set writes into an object what the
+// controller the test plays would report, and returns false when the object
+// has that already.
+func statusesToWrite[P client.Object](e *env, list client.ObjectList, set func(P) bool) []client.Object {
+	e.t.Helper()
+	e.must(e.c.List(context.Background(), list, client.InNamespace(e.ns)))
+	items, err := meta.ExtractList(list)
+	e.must(err)
+	var pending []client.Object
+	for _, item := range items {
+		obj, ok := item.(P)
+		if !ok {
+			e.t.Fatalf("%T in a %T", item, list)
+		}
+		if set(obj) {
+			pending = append(pending, obj)
+		}
+	}
+	return pending
 }
 
 // waitReady simulates the other controllers until the service is Ready.

@@ -49,6 +49,18 @@ func (e *env) gatewayClass(name, controllerName string) {
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), gc) })
 }
 
+// startOnGatewayOf is startWithGateway on a platform's gateway: the ingress
+// Gateway's class (named prefix-<namespace>) is controllerName's. The
+// controller resyncs every second.
+func startOnGatewayOf(t *testing.T, prefix, controllerName string) *env {
+	t.Helper()
+	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
+	class := prefix + "-" + e.ns
+	e.gatewayClass(class, controllerName)
+	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	return e
+}
+
 // TestPlatformKindsAppearAfterStart runs the controller on a cluster with
 // an Istio gateway but neither Istio's DestinationRule CRD nor the
 // Prometheus Operator's, then installs them: with no restart, the service
@@ -59,10 +71,7 @@ func (e *env) gatewayClass(name, controllerName string) {
 // again through the finalizer.
 func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	ctx := context.Background()
-	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
-	class := "istio-" + e.ns
-	e.gatewayClass(class, "istio.io/gateway-controller")
-	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	e := startOnGatewayOf(t, "istio", "istio.io/gateway-controller")
 	e.create(simulator)
 	e.waitReady("sim")
 
@@ -158,10 +167,7 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 // nothing.
 func TestBackendTLSPolicyOnEnvoyGateway(t *testing.T) {
 	ctx := context.Background()
-	e := start(t, func(o *controller.Options) { o.SyncPeriod = time.Second })
-	class := "envoy-" + e.ns
-	e.gatewayClass(class, "gateway.envoyproxy.io/gatewayclass-controller")
-	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	e := startOnGatewayOf(t, "envoy", "gateway.envoyproxy.io/gatewayclass-controller")
 	e.create(simulator)
 	e.waitExists(backendTLSPolicy, "sim-kserve-scheduler", "sim-kserve-workload-svc")
 	e.waitReady("sim")
