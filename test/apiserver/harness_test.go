@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,17 +20,7 @@ import (
 // newClient is a client of cfg that knows the modelserving kinds.
 func newClient(tb testing.TB, cfg *rest.Config) client.Client {
 	tb.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{modelv1alpha1.AddToScheme, v1alpha2.AddToScheme, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return testenv.NewClient(tb, cfg, modelv1alpha1.AddToScheme, v1alpha2.AddToScheme, corev1.AddToScheme)
 }
 
 // user is a test user: its client and the warnings its responses carried.

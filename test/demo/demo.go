@@ -370,6 +370,24 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// routeHere points port portName of the Service systemNamespace/service at
+// a free port of this machine, for a process the demo runs here rather than
+// in a Pod. It returns that port and this machine's address.
+func (d *demo) routeHere(ctx context.Context, service, portName string) (int, net.IP, error) {
+	port, err := freePort()
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port)); err != nil { //nolint:gosec // a port fits
+		return 0, nil, err
+	}
+	ip, err := localcluster.HostIP()
+	if err != nil {
+		return 0, nil, err
+	}
+	return port, ip, nil
+}
+
 // 4. Run the controller as a local process.
 func (d *demo) runController(ctx context.Context) error {
 	d.header("Run odh-serving controller on this machine (no kubelet runs the chart's Deployment)")
@@ -380,14 +398,10 @@ func (d *demo) runController(ctx context.Context) error {
 	args := []string{d.odh, "controller", "--kubeconfig", d.kubeconfig, "--system-namespace", systemNamespace,
 		"--leader-elect=false", "--metrics-bind-address", ":0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(d.healthPort)}
 	if d.webhooks {
-		port, err := freePort()
+		port, ip, err := d.routeHere(ctx, webhookService, "webhook")
 		if err != nil {
 			return err
 		}
-		if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, webhookService, "webhook", int32(port)); err != nil { //nolint:gosec // a port fits
-			return err
-		}
-		ip, _ := localcluster.HostIP()
 		d.say("EndpointSlice %s-localhost: Service %s/%s -> %s:%d, this machine", webhookService, systemNamespace, webhookService, ip, port)
 		args = append(args, "--webhook-port", strconv.Itoa(port), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"), "--maas")
 	} else {

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
-	"github.com/opendatahub-io/odh-serving/test/localcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
 )
 
@@ -82,14 +81,7 @@ func (d *demo) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, apiServerService, "https", int32(port)); err != nil { //nolint:gosec // a port fits
-		return err
-	}
-	ip, err := localcluster.HostIP()
+	port, ip, err := d.routeHere(ctx, apiServerService, "https")
 	if err != nil {
 		return err
 	}

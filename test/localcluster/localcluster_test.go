@@ -27,16 +27,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // serveEnv makes the test binary the supervisor Up starts (see
@@ -64,17 +63,7 @@ func newClient(t *testing.T, kubeconfig string) client.Client {
 	if err != nil {
 		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
 	}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testenv.NewClient(t, cfg, clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme)
 }
 
 // TestIntegrationStart: the in-process cluster answers through the written

@@ -15,7 +15,8 @@
 //     FreePort finds it a port, Buffer holds its logs, InitLogger sets
 //     controller-runtime's logger (TEST_LOG=1 shows it).
 //   - Kubeconfig writes a kubeconfig for a rest.Config, for commands that
-//     take --kubeconfig.
+//     take --kubeconfig; NewClient is a client of a rest.Config that knows
+//     the kinds it is given.
 //   - Helm runs helm (or helm4) with HELM_* folders of its own;
 //     BuildCommand builds the binaries it runs.
 package testenv
