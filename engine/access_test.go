@@ -10,7 +10,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
-	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // The model-user Role and the tiers' RoleBindings are children like the
@@ -41,10 +40,7 @@ func TestModelAccess(t *testing.T) {
 		"unknown tier":   {annotation: `["gold"]`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold"`},
 		"malformed list": {annotation: `premium`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`},
 	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
+	images := testImages(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, svc := prepareCase(t, "cpu-single")

@@ -47,10 +47,7 @@ func renderAll(t *testing.T, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
+	images := testImages(t)
 	var errs []error
 	for _, s := range in.Services {
 		if _, err := engine.Render(t.Context(), s.Service, catalog, engine.Options{Images: images}); err != nil {

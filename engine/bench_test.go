@@ -9,7 +9,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
-	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // BenchmarkRender renders one service per topology with the shipped
@@ -57,9 +56,5 @@ func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset
 	if err != nil {
 		b.Fatal(err)
 	}
-	images, err := presets.Images()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return in.Services[0].Service, testCatalog(b, in.Presets), engine.Options{Images: images}
+	return in.Services[0].Service, testCatalog(b, in.Presets), engine.Options{Images: testImages(b)}
 }

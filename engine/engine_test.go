@@ -59,11 +59,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 		}
 	}
 	catalog := testCatalog(tb, in.Presets)
-	images, err := presets.Images()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	eopts := engine.Options{Images: images}
+	eopts := engine.Options{Images: testImages(tb)}
 	if opts.Phase != "" {
 		eopts.Phase = convention.Phase(opts.Phase)
 	}
@@ -108,6 +104,16 @@ func testCatalog(tb testing.TB, extra []*preset.Preset) *preset.Catalog {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// testImages is the shipped presets' images (presets.Images).
+func testImages(tb testing.TB) map[string]string {
+	tb.Helper()
+	images, err := presets.Images()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return images
 }
 
 // TestGolden renders each case under testdata/ and compares the output with

@@ -27,10 +27,7 @@ func FuzzRender(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	images, err := presets.Images()
-	if err != nil {
-		f.Fatal(err)
-	}
+	images := testImages(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := manifest.Decode("fuzz.yaml", data)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // prepareCase prepares the one service of testdata/<name>/input.yaml.
@@ -27,11 +26,7 @@ func prepareCase(t *testing.T, name string) (*engine.Plan, *v1alpha2.LLMInferenc
 		t.Fatalf("%s: want one service, got %d", path, len(in.Services))
 	}
 	svc := in.Services[0].Service
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := engine.Prepare(t.Context(), svc, testCatalog(t, in.Presets), engine.Options{Images: images})
+	plan, err := engine.Prepare(t.Context(), svc, testCatalog(t, in.Presets), engine.Options{Images: testImages(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,11 +319,7 @@ func TestWithPlatform(t *testing.T) {
 	}
 
 	svc.Annotations = map[string]string{convention.AnnotationStop: "true"}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped, err := engine.Prepare(t.Context(), svc, testCatalog(t, nil), engine.Options{Images: images})
+	stopped, err := engine.Prepare(t.Context(), svc, testCatalog(t, nil), engine.Options{Images: testImages(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

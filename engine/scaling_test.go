@@ -14,7 +14,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 var prometheus = build.Prometheus{URL: "https://prometheus.monitoring:9090"}
@@ -31,9 +30,7 @@ func renderScaled(t *testing.T, name string, opts engine.Options, edit func(*v1a
 	if edit != nil {
 		edit(svc)
 	}
-	if opts.Images, err = presets.Images(); err != nil {
-		t.Fatal(err)
-	}
+	opts.Images = testImages(t)
 	return engine.Render(t.Context(), svc, testCatalog(t, in.Presets), opts)
 }
 
@@ -219,11 +216,7 @@ func TestPlanWithKEDA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: images})
+	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: testImages(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
