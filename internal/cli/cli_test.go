@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
@@ -18,12 +19,31 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errOut.String()
 }
 
-func TestRenderExamples(t *testing.T) {
-	code, out, stderr := run(t, "", "render",
-		"-f", "../../examples/gpu/single-node.yaml", "-f", "../../examples/gpu/prefill-decode.yaml", "-f", "../../examples/gpu/data-parallel.yaml")
+// succeeds runs the command line like run and stops the test unless it
+// exits 0.
+func succeeds(t *testing.T, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := run(t, stdin, args...)
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+		t.Fatalf("%v: exit %d: %s", args, code, stderr)
 	}
+	return stdout, stderr
+}
+
+// documents runs the command line like succeeds and splits what it wrote.
+func documents(t *testing.T, stdin string, args ...string) []manifest.Document {
+	t.Helper()
+	out, _ := succeeds(t, stdin, args...)
+	docs, err := manifest.Split("out", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+func TestRenderExamples(t *testing.T) {
+	out, stderr := succeeds(t, "", "render",
+		"-f", "../../examples/gpu/single-node.yaml", "-f", "../../examples/gpu/prefill-decode.yaml", "-f", "../../examples/gpu/data-parallel.yaml")
 	if stderr != "" {
 		t.Errorf("stderr must stay empty without --explain: %q", stderr)
 	}
@@ -35,10 +55,7 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := run(t, string(svc), "render", "-f", "-", "-o", "json", "--migration-phase", "retired")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := succeeds(t, string(svc), "render", "-f", "-", "-o", "json", "--migration-phase", "retired")
 	var list struct {
 		Kind  string           `json:"kind"`
 		Items []map[string]any `json:"items"`
@@ -58,10 +75,7 @@ func TestRenderFromStdinAsJSON(t *testing.T) {
 }
 
 func TestRenderExplainGoesToStderr(t *testing.T) {
-	code, out, stderr := run(t, "", "render", "-f", "../../examples/gpu/single-node.yaml", "--explain")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, stderr := succeeds(t, "", "render", "-f", "../../examples/gpu/single-node.yaml", "--explain")
 	for _, want := range []string{
 		"well-known opendatahub/kserve-config-llm-template (presets/config-llm-template/preset.yaml:",
 		"spec.template.containers[name=main].resources.limits[nvidia.com/gpu] <- service",
@@ -126,10 +140,7 @@ const (
 // service's model-user Role and its tiers' RoleBindings, as the
 // controller's --maas does; without it, none.
 func TestRenderMaaSAccess(t *testing.T) {
-	code, out, stderr := run(t, maasService+"---\n"+maasTiers, "render", "-f", "-", "--tier-namespace-prefix", "acme-tier-")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := succeeds(t, maasService+"---\n"+maasTiers, "render", "-f", "-", "--tier-namespace-prefix", "acme-tier-")
 	for _, want := range []string{"kind: Role\nmetadata:\n  labels:\n    app.kubernetes.io/component: llminferenceservice-model-access",
 		"name: chat-model-user\n", "name: chat-model-user-premium\n", "name: system:serviceaccounts:acme-tier-premium\n", "  - post\n"} {
 		if !strings.Contains(out, want) {
@@ -139,7 +150,7 @@ func TestRenderMaaSAccess(t *testing.T) {
 	if strings.Contains(out, "chat-model-user-free") {
 		t.Error("the free tier is bound to a service published to premium only")
 	}
-	code, out, stderr = run(t, maasService, "render", "-f", "-")
+	code, out, stderr := run(t, maasService, "render", "-f", "-")
 	if code != 0 || strings.Contains(out, "model-user") {
 		t.Errorf("without the tier ConfigMap: exit %d, model-user objects rendered: %v (%s)", code, strings.Contains(out, "model-user"), stderr)
 	}
@@ -153,10 +164,7 @@ spec:
   model: {uri: "pvc://models/m"}
   baseRefs: [{name: team-h100}]
 `
-	code, out, stderr := run(t, svc, "render", "-f", "-", "--presets", "testdata/presets")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := succeeds(t, svc, "render", "-f", "-", "--presets", "testdata/presets")
 	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3", "image: registry.example/vllm:platform"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q: the team preset and the replaced system preset must both apply", want)
@@ -168,10 +176,7 @@ spec:
 }
 
 func TestPresetsCommands(t *testing.T) {
-	code, out, stderr := run(t, "", "presets", "list", "--presets", "testdata/presets")
-	if code != 0 {
-		t.Fatalf("list: exit %d: %s", code, stderr)
-	}
+	out, _ := succeeds(t, "", "presets", "list", "--presets", "testdata/presets")
 	for _, want := range []string{
 		"kserve-config-llm-template", "built-in", "replaced by testdata/presets/team.yaml:",
 		"team-h100", "team-a",
@@ -181,7 +186,7 @@ func TestPresetsCommands(t *testing.T) {
 		}
 	}
 
-	code, out, stderr = run(t, "", "presets", "show", "kserve-config-llm-scheduler")
+	code, out, stderr := run(t, "", "presets", "show", "kserve-config-llm-scheduler")
 	if code != 0 || !strings.Contains(out, "kind: LLMInferenceServiceConfig") || !strings.Contains(out, "--config-text") {
 		t.Errorf("show: exit %d, stderr %q, output:\n%s", code, stderr, out)
 	}

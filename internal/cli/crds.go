@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/internal/crdlifecycle"
@@ -28,19 +26,13 @@ func newCRDs(s Streams) *cobra.Command {
 		Use:   "status",
 		Short: "List the CRDs odh-serving owns: versions (* = storage), bundle version, field managers and how many custom resources each has",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			c, err := crdClient(kubeconfig)
-			if err != nil {
-				return err
-			}
+		RunE: withCRDClient(&kubeconfig, func(ctx context.Context, c client.Client) error {
 			st, err := crdlifecycle.Status(ctx, c)
 			if err != nil {
 				return err
 			}
 			return writeCRDStatus(s, st)
-		},
+		}),
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "remove",
@@ -48,13 +40,7 @@ func newCRDs(s Streams) *cobra.Command {
 		Long: "Delete the CRDs odh-serving owns (the serving.kserve.io ones, and the GIE ones it installed) when no custom resource " +
 			"of any of them is left. Deleting a CRD deletes its custom resources, so while any is left this deletes nothing and lists them.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			c, err := crdClient(kubeconfig)
-			if err != nil {
-				return err
-			}
+		RunE: withCRDClient(&kubeconfig, func(ctx context.Context, c client.Client) error {
 			removed, err := crdlifecycle.Remove(ctx, c)
 			for _, name := range removed {
 				fmt.Fprintf(s.Out, "deleted %s\n", name)
@@ -63,9 +49,23 @@ func newCRDs(s Streams) *cobra.Command {
 				fmt.Fprintln(s.Out, "no CRD of odh-serving's is installed")
 			}
 			return err
-		},
+		}),
 	})
 	return cmd
+}
+
+// withCRDClient is the RunE of a crds command: run gets a client for the
+// CRDs of the cluster *kubeconfig names, and a minute.
+func withCRDClient(kubeconfig *string, run func(ctx context.Context, c client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+		defer cancel()
+		c, _, err := connect(*kubeconfig, apiextensionsv1.AddToScheme)
+		if err != nil {
+			return err
+		}
+		return run(ctx, c)
+	}
 }
 
 func writeCRDStatus(s Streams, st []crdlifecycle.CRDStatus) error {
@@ -101,27 +101,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// crdClient connects with the kubeconfig file, or $KUBECONFIG and
-// ~/.kube/config when it is empty.
-func crdClient(kubeconfig string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if kubeconfig == "" {
-			kubeconfig = "from $KUBECONFIG or ~/.kube/config"
-		}
-		return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
-	}
-	return c, nil
 }

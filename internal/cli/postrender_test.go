@@ -7,18 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opendatahub-io/odh-serving/engine/convention"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 )
 
 func TestPostRenderStaticMarksRouteWeights(t *testing.T) {
-	code, out, stderr := run(t, string(pdStream(t, 2)), "post-render", "--mode", "static")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	docs, err := manifest.Split("out", []byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := documents(t, string(pdStream(t, 2)), "post-render", "--mode", "static")
 	routes := 0
 	for _, d := range docs {
 		marked := d.Object.GetAnnotations()[convention.AnnotationWeightsManagedBy] == "controller"
@@ -47,10 +39,7 @@ func TestPostRenderIsDeterministic(t *testing.T) {
 
 func TestPostRenderOverlay(t *testing.T) {
 	stream := "apiVersion: v1\nkind: Service\nmetadata: {name: odh-serving-webhook, namespace: ns}\nspec: {ports: [{port: 443}]}\n"
-	code, out, stderr := run(t, stream, "post-render", "--overlay", "openshift", "--overlay", "odh")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := succeeds(t, stream, "post-render", "--overlay", "openshift", "--overlay", "odh")
 	for _, want := range []string{"serving-cert-secret-name: odh-serving-webhook-cert", "name: llmisvc-webhook-server-service", "namespace: opendatahub"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q: both overlays apply, in order:\n%s", want, out)
@@ -113,14 +102,7 @@ func TestPostRenderStaticKeepsEveryDocument(t *testing.T) {
 		"  spec: {baseRefs: [{name: kserve-config-llm-cpu-simulator}]}\r\n" +
 		"- apiVersion: v1\r\n  kind: ConfigMap\r\n  metadata: {name: third}\r\n" +
 		"--- # the last one\r\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"fourth\"}}\r\n"
-	code, out, stderr := run(t, stream, "post-render", "--mode", "static", "-n", "ns")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	docs, err := manifest.Split("out", []byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := documents(t, stream, "post-render", "--mode", "static", "-n", "ns")
 	seen := map[string]bool{}
 	for _, d := range docs {
 		seen[d.Object.GetKind()+" "+d.Object.GetName()] = true
@@ -157,14 +139,7 @@ spec:
       containers: [{name: main}]
   router: {route: {}, gateway: {}, scheduler: {}}
 `
-	code, out, stderr := run(t, stream, "post-render", "--mode", "static")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	docs, err := manifest.Split("out", []byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := documents(t, stream, "post-render", "--mode", "static")
 	hpas := map[string]string{}
 	for _, d := range docs {
 		switch d.Object.GetKind() {
@@ -188,10 +163,7 @@ spec:
 		args []string
 		want int
 	}{{[]string{"--prometheus-url", "https://prometheus:9090"}, 2}, {[]string{"--prometheus-url", "https://prometheus:9090", "--keda=false"}, 0}} {
-		code, out, stderr := run(t, keda, append([]string{"post-render", "--mode", "static"}, tc.args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
-		}
+		out, _ := succeeds(t, keda, append([]string{"post-render", "--mode", "static"}, tc.args...)...)
 		if got := strings.Count(out, "kind: ScaledObject"); got != tc.want {
 			t.Errorf("%v: %d ScaledObjects, want %d", tc.args, got, tc.want)
 		}

@@ -9,9 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
@@ -147,23 +144,15 @@ type listedPreset struct {
 
 // clusterPresets lists the LLMInferenceServiceConfigs of every namespace.
 func clusterPresets(kubeconfig string) ([]*preset.Preset, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	c, _, err := connect(kubeconfig, v1alpha2.AddToScheme)
 	if err != nil {
-		return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha2.AddToScheme(scheme); err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var list v1alpha2.LLMInferenceServiceConfigList
 	if err := c.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list LLMInferenceServiceConfigs in %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("list LLMInferenceServiceConfigs with kubeconfig %s: %w", kubeconfig, err)
 	}
 	out := make([]*preset.Preset, 0, len(list.Items))
 	for i := range list.Items {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -45,26 +43,15 @@ reports them). With -A a NAMESPACE column comes first. Rows are sorted.`,
 }
 
 func runStatus(ctx context.Context, s Streams, f *statusFlags) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := kc.ClientConfig()
+	c, kc, err := connect(f.kubeconfig, v1alpha2.AddToScheme)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	ns := f.namespace
 	if ns == "" && !f.allNamespaces {
 		if ns, _, err = kc.Namespace(); err != nil {
 			return fmt.Errorf("kubeconfig namespace: %w", err)
 		}
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha2.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
 	list := &v1alpha2.LLMInferenceServiceList{}
 	var opts []client.ListOption

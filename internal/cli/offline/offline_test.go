@@ -82,7 +82,7 @@ func TestExecuteCancelsOnSIGTERM(t *testing.T) {
 		}
 	}}
 	var errOut bytes.Buffer
-	code := offline.Execute(root, nil, offline.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut})
+	code := offline.Execute(root, []string{}, offline.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut})
 	if code != 1 || !strings.Contains(errOut.String(), "context canceled") {
 		t.Errorf("exit %d, stderr %q; want 1 and the cancellation", code, errOut.String())
 	}
