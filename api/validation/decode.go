@@ -3,6 +3,7 @@ package validation
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -52,7 +53,7 @@ func locate(data []byte, t reflect.Type, path *field.Path, err error) *field.Err
 	case reflect.Struct:
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(data, &obj) == nil {
-			for _, key := range sortedKeys(obj) {
+			for _, key := range slices.Sorted(maps.Keys(obj)) {
 				ft, ok := jsonField(t, key)
 				if !ok {
 					continue
@@ -74,7 +75,7 @@ func locate(data []byte, t reflect.Type, path *field.Path, err error) *field.Err
 	case reflect.Map:
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(data, &obj) == nil {
-			for _, key := range sortedKeys(obj) {
+			for _, key := range slices.Sorted(maps.Keys(obj)) {
 				if childErr := decodeErr(obj[key], t.Elem()); childErr != nil {
 					return locate(obj[key], t.Elem(), keyPath(path, key), childErr)
 				}
@@ -175,13 +176,4 @@ func rootIfNil(p *field.Path) *field.Path {
 		return field.NewPath("<root>")
 	}
 	return p
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -13,62 +13,69 @@ import (
 // the API server does, then decodes it strictly, and returns its v1alpha2
 // form.
 func DecodeService(version string, raw []byte) (*v1alpha2.LLMInferenceService, field.ErrorList) {
-	svc := &v1alpha2.LLMInferenceService{}
-	if errs := ValidateSchema("LLMInferenceService", version, raw); len(errs) > 0 {
-		return svc, errs
-	}
-	errs := decodeVersioned(version, raw, svc, &v1alpha1.LLMInferenceService{})
-	return svc, errs
+	return decode("LLMInferenceService", version, raw, &v1alpha2.LLMInferenceService{}, &v1alpha1.LLMInferenceService{})
 }
 
 // DecodeConfig checks and decodes a preset like DecodeService.
 func DecodeConfig(version string, raw []byte) (*v1alpha2.LLMInferenceServiceConfig, field.ErrorList) {
-	cfg := &v1alpha2.LLMInferenceServiceConfig{}
-	if errs := ValidateSchema("LLMInferenceServiceConfig", version, raw); len(errs) > 0 {
-		return cfg, errs
+	return decode("LLMInferenceServiceConfig", version, raw, &v1alpha2.LLMInferenceServiceConfig{}, &v1alpha1.LLMInferenceServiceConfig{})
+}
+
+// decode checks raw, an object of kind in version, against its schema and
+// decodes it into hub (through spoke when raw is v1alpha1).
+func decode[H hubObject, S spokeObject](kind, version string, raw []byte, hub H, spoke S) (H, field.ErrorList) {
+	if errs := ValidateSchema(kind, version, raw); len(errs) > 0 {
+		return hub, errs
 	}
-	errs := decodeVersioned(version, raw, cfg, &v1alpha1.LLMInferenceServiceConfig{})
-	return cfg, errs
+	return hub, decodeVersioned(version, raw, hub, spoke)
 }
 
 // object is what both versions of both kinds have.
 type object interface{ GetAnnotations() map[string]string }
 
+// hubObject is the v1alpha2 form of a kind, spokeObject its v1alpha1 form.
+type (
+	hubObject interface {
+		conversion.Hub
+		object
+	}
+	spokeObject interface {
+		conversion.Convertible
+		object
+	}
+)
+
 // decodeVersioned fills hub from raw, through spoke when raw is v1alpha1.
 // The conversion annotations are checked where they would be lost: the
 // criticality annotation is the stored form of a v1alpha1 field, and the
 // pool-spec stash belongs to v1alpha1 objects only.
-func decodeVersioned[H interface {
-	conversion.Hub
-	object
-}, S interface {
-	conversion.Convertible
-	object
-}](version string, raw []byte, hub H, spoke S) field.ErrorList {
-	annotations := field.NewPath("metadata", "annotations")
+func decodeVersioned[H hubObject, S spokeObject](version string, raw []byte, hub H, spoke S) field.ErrorList {
 	switch version {
 	case v1alpha2.GroupVersion.Version:
-		if errs := DecodeStrict(raw, hub); len(errs) > 0 {
-			return errs
-		}
-		if _, ok := hub.GetAnnotations()[v1alpha1.AnnotationConversionPoolSpec]; ok {
-			return field.ErrorList{field.Forbidden(annotations.Key(v1alpha1.AnnotationConversionPoolSpec),
-				"this annotation is written by the v1alpha1 conversion and is not valid on v1alpha2 objects")}
-		}
-		return nil
+		return decodeWithout(raw, hub, v1alpha1.AnnotationConversionPoolSpec,
+			"this annotation is written by the v1alpha1 conversion and is not valid on v1alpha2 objects")
 	case v1alpha1.GroupVersion.Version:
-		if errs := DecodeStrict(raw, spoke); len(errs) > 0 {
+		if errs := decodeWithout(raw, spoke, v1alpha1.AnnotationCriticality,
+			"in v1alpha1 set spec.model.criticality instead; the annotation is how v1alpha2 stores it"); len(errs) > 0 {
 			return errs
-		}
-		if _, ok := spoke.GetAnnotations()[v1alpha1.AnnotationCriticality]; ok {
-			return field.ErrorList{field.Forbidden(annotations.Key(v1alpha1.AnnotationCriticality),
-				"in v1alpha1 set spec.model.criticality instead; the annotation is how v1alpha2 stores it")}
 		}
 		if err := spoke.ConvertTo(hub); err != nil {
-			return field.ErrorList{field.Invalid(annotations, nil, err.Error())}
+			return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations"), nil, err.Error())}
 		}
 		return nil
 	default:
 		return field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), version, []string{"v1alpha1", "v1alpha2"})}
 	}
+}
+
+// decodeWithout decodes raw strictly into obj and refuses the annotation
+// key, which objects of obj's version may not carry, saying why.
+func decodeWithout(raw []byte, obj object, key, why string) field.ErrorList {
+	if errs := DecodeStrict(raw, obj); len(errs) > 0 {
+		return errs
+	}
+	if _, ok := obj.GetAnnotations()[key]; ok {
+		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(key), why)}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 )
 
@@ -34,9 +35,9 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	var errs field.ErrorList
 	switch req.Kind.Kind {
 	case "LLMInferenceService":
-		errs = validateService(req)
+		errs = services.check(req)
 	case "LLMInferenceServiceConfig":
-		errs = validateConfig(req)
+		errs = configs.check(req)
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unexpected kind %s", req.Kind))
 	}
@@ -47,53 +48,60 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 }
 
-func validateService(req admission.Request) field.ErrorList {
+// kind is how the webhook checks one kind: decode checks an object of a
+// served version against its CRD schema and decodes it, validate checks a
+// new object and validateUpdate a changed one against the stored one.
+type kind[T interface{ GetDeletionTimestamp() *metav1.Time }] struct {
+	decode         func(version string, raw []byte) (T, field.ErrorList)
+	spec           func(T) any
+	validate       func(T) field.ErrorList
+	validateUpdate func(old, obj T) field.ErrorList
+}
+
+var (
+	services = kind[*v1alpha2.LLMInferenceService]{
+		decode:         validation.DecodeService,
+		spec:           func(s *v1alpha2.LLMInferenceService) any { return s.Spec },
+		validate:       validation.ValidateService,
+		validateUpdate: validation.ValidateServiceUpdate,
+	}
+	configs = kind[*v1alpha2.LLMInferenceServiceConfig]{
+		decode:   validation.DecodeConfig,
+		spec:     func(c *v1alpha2.LLMInferenceServiceConfig) any { return c.Spec },
+		validate: validation.ValidateConfig,
+		// A preset has no rule about what an update may change.
+		validateUpdate: func(_, cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
+			return validation.ValidateConfig(cfg)
+		},
+	}
+)
+
+// check decides a create or an update. Metadata-only updates (finalizers,
+// labels) and updates of an object being deleted go through unchecked, so
+// an object stored before a rule existed can still be cleaned up.
+func (k kind[T]) check(req admission.Request) field.ErrorList {
 	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
 		return nil
 	}
-	svc, errs := validation.DecodeService(req.Kind.Version, req.Object.Raw)
+	obj, errs := k.decode(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
 		return errs
 	}
 	if req.Operation == admissionv1.Create {
-		return validation.ValidateService(svc)
+		return k.validate(obj)
 	}
-	old, errs := validation.DecodeService(req.Kind.Version, req.OldObject.Raw)
+	old, errs := k.decode(req.Kind.Version, req.OldObject.Raw)
 	if len(errs) > 0 {
 		// The stored object predates a rule; judge the new one alone.
-		return validation.ValidateService(svc)
+		return k.validate(obj)
 	}
-	if unchangedOrDeleting(&svc.ObjectMeta, old.Spec, svc.Spec) {
+	if obj.GetDeletionTimestamp() != nil || apiequality.Semantic.DeepEqual(k.spec(old), k.spec(obj)) {
 		return nil
 	}
-	return validation.ValidateServiceUpdate(old, svc)
+	return k.validateUpdate(old, obj)
 }
 
-func validateConfig(req admission.Request) field.ErrorList {
-	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
-		return nil
-	}
-	cfg, errs := validation.DecodeConfig(req.Kind.Version, req.Object.Raw)
-	if len(errs) > 0 {
-		return errs
-	}
-	if req.Operation == admissionv1.Update {
-		if old, oldErrs := validation.DecodeConfig(req.Kind.Version, req.OldObject.Raw); len(oldErrs) == 0 &&
-			unchangedOrDeleting(&cfg.ObjectMeta, old.Spec, cfg.Spec) {
-			return nil
-		}
-	}
-	return validation.ValidateConfig(cfg)
-}
-
-// unchangedOrDeleting lets metadata-only updates (finalizers, labels) and
-// updates of an object being deleted through, so an object stored before a
-// rule existed can still be cleaned up.
-func unchangedOrDeleting(newMeta *metav1.ObjectMeta, oldSpec, newSpec any) bool {
-	return newMeta.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldSpec, newSpec)
-}
-
-// rawUnchangedOrDeleting is unchangedOrDeleting before decoding: decoding
+// rawUnchangedOrDeleting is check's shortcut before decoding: decoding
 // checks the CRD's schema, which an object stored before a bound existed
 // may break, and its finalizers must still come off.
 func rawUnchangedOrDeleting(req admission.Request) bool {

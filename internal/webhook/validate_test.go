@@ -46,3 +46,35 @@ func TestValidatorChecksTheSchemaButLetsOldObjectsGo(t *testing.T) {
 		}
 	}
 }
+
+// An update is judged by its kind's rules: a service may not resize a
+// multi-node group, a preset may not gain baseRefs; a preset stored with
+// baseRefs (before the rule) can still lose its finalizers.
+func TestValidatorJudgesUpdatesByKind(t *testing.T) {
+	update := func(kind, newObj, oldObj string) admission.Response {
+		return webhook.Validator{}.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Name: "s", Namespace: "ns",
+			Kind:   metav1.GroupVersionKind{Group: "serving.kserve.io", Version: "v1alpha2", Kind: kind},
+			Object: runtime.RawExtension{Raw: []byte(newObj)}, OldObject: runtime.RawExtension{Raw: []byte(oldObj)},
+		}})
+	}
+	svc := func(pipeline string) string {
+		return `{"apiVersion":"serving.kserve.io/v1alpha2","kind":"LLMInferenceService","metadata":{"name":"s","namespace":"ns"},` +
+			`"spec":{"model":{"uri":"hf://a/b"},"parallelism":{"pipeline":` + pipeline + `},` +
+			`"template":{"containers":[{"name":"main"}]},"worker":{"containers":[{"name":"main"}]}}}`
+	}
+	if resp := update("LLMInferenceService", svc("3"), svc("2")); resp.Allowed || !strings.Contains(resp.Result.Message, "spec.parallelism") {
+		t.Errorf("resize of a multi-node group: allowed %v, %v; want a refusal naming spec.parallelism", resp.Allowed, resp.Result)
+	}
+	cfg := func(metadata, spec string) string {
+		return `{"apiVersion":"serving.kserve.io/v1alpha2","kind":"LLMInferenceServiceConfig","metadata":{"name":"s","namespace":"ns"` +
+			metadata + `},"spec":` + spec + `}`
+	}
+	withRefs := cfg("", `{"baseRefs":[{"name":"p"}]}`)
+	if resp := update("LLMInferenceServiceConfig", withRefs, cfg("", `{}`)); resp.Allowed || !strings.Contains(resp.Result.Message, "spec.baseRefs") {
+		t.Errorf("a preset gaining baseRefs: allowed %v, %v; want a refusal naming spec.baseRefs", resp.Allowed, resp.Result)
+	}
+	if resp := update("LLMInferenceServiceConfig", withRefs, cfg(`,"finalizers":["f"]`, `{"baseRefs":[{"name":"p"}]}`)); !resp.Allowed {
+		t.Errorf("a finalizer removed from a stored preset with baseRefs: refused: %v", resp.Result)
+	}
+}
