@@ -55,11 +55,12 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(modelv1alpha1.GroupName, scheme, metav1.ParameterCodec, codecs)
+	minter := newMinter(kube, tiers, o)
 	group.VersionedResourcesStorageMap[modelv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
 		"models":           &modelStorage{cache: models, tiers: tiers},
-		"tierreviews":      &tierReviewStorage{tiers: tiers},
-		"tokenrequests":    &tokenRequestStorage{minter: newMinter(kube, tiers, o)},
-		"tokenrevocations": &tokenRevocationStorage{minter: newMinter(kube, tiers, o)},
+		"tierreviews":      newQuery(tiers.review),
+		"tokenrequests":    newQuery(minter.request),
+		"tokenrevocations": newQuery(minter.revoke),
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return fmt.Errorf("install %s: %w", modelv1alpha1.GroupVersion, err)

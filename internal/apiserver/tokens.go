@@ -21,16 +21,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
-// Labels and annotations of the ServiceAccounts the server makes.
-const (
-	labelManagedBy      = "app.kubernetes.io/managed-by"
-	managedBy           = serverName
-	annotationMaaSUser  = "maas.opendatahub.io/username"
-	maxSanitizedUserLen = 63 - 1 - 8
-)
+// annotationMaaSUser names the user a ServiceAccount the server makes
+// stands for. The ServiceAccount's convention.LabelManagedBy is the
+// server's name.
+const annotationMaaSUser = "maas.opendatahub.io/username"
+
+// maxSanitizedUserLen leaves room in a DNS label for "-" and 8 hex digits.
+const maxSanitizedUserLen = 63 - 1 - 8
 
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 
@@ -94,7 +95,7 @@ func (m *minter) ensureServiceAccount(ctx context.Context, u user.Info, ref mode
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
 		Name: ref.Name, Namespace: ref.Namespace,
-		Labels:      map[string]string{labelManagedBy: managedBy},
+		Labels:      map[string]string{convention.LabelManagedBy: serverName},
 		Annotations: map[string]string{annotationMaaSUser: u.GetName()},
 	}}
 	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -126,18 +127,6 @@ func apiError(what string, err error) error {
 	return apierrors.NewInternalError(fmt.Errorf("%s: %w", what, err))
 }
 
-// tokenRequestStorage answers tokenrequests: a token of the caller's
-// ServiceAccount, with the MaaS audience.
-type tokenRequestStorage struct {
-	clusterScoped
-	minter *minter
-}
-
-var _ query = &tokenRequestStorage{}
-
-func (*tokenRequestStorage) New() runtime.Object     { return &modelv1alpha1.TokenRequest{} }
-func (*tokenRequestStorage) GetSingularName() string { return "tokenrequest" }
-
 // expiration checks spec.expirationSeconds against the bounds.
 func (m *minter) expiration(req *modelv1alpha1.TokenRequest) (int64, error) {
 	seconds := int64(DefaultTokenExpiration / time.Second)
@@ -153,13 +142,9 @@ func (m *minter) expiration(req *modelv1alpha1.TokenRequest) (int64, error) {
 	return seconds, nil
 }
 
-// Create mints the token. The ServiceAccount is made on first use.
-func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	req, ok := obj.(*modelv1alpha1.TokenRequest)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRequest: %T", obj))
-	}
-	m := s.minter
+// request answers a tokenrequest: a token of the caller's ServiceAccount,
+// with the MaaS audience. The ServiceAccount is made on first use.
+func (m *minter) request(ctx context.Context, req *modelv1alpha1.TokenRequest, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	u, t, ref, err := m.caller(ctx, "tokenrequests")
 	if err != nil {
 		return nil, err
@@ -168,7 +153,7 @@ func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, va
 	if err != nil {
 		return nil, err
 	}
-	if err := admit(ctx, obj, validate, opts, "tokenrequests"); err != nil {
+	if err := admit(ctx, req, validate, opts, "tokenrequests"); err != nil {
 		return nil, err
 	}
 	if err := m.ensureServiceAccount(ctx, u, ref); err != nil {
@@ -187,31 +172,14 @@ func (s *tokenRequestStorage) Create(ctx context.Context, obj runtime.Object, va
 	return req, nil
 }
 
-// tokenRevocationStorage answers tokenrevocations: the caller's
-// ServiceAccount is deleted and made again, so none of its tokens
-// authenticates any more.
-type tokenRevocationStorage struct {
-	clusterScoped
-	minter *minter
-}
-
-var _ query = &tokenRevocationStorage{}
-
-func (*tokenRevocationStorage) New() runtime.Object     { return &modelv1alpha1.TokenRevocation{} }
-func (*tokenRevocationStorage) GetSingularName() string { return "tokenrevocation" }
-
-// Create revokes the tokens.
-func (s *tokenRevocationStorage) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
-	rev, ok := obj.(*modelv1alpha1.TokenRevocation)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a TokenRevocation: %T", obj))
-	}
-	m := s.minter
+// revoke answers a tokenrevocation: the caller's ServiceAccount is deleted
+// and made again, so none of its tokens authenticates any more.
+func (m *minter) revoke(ctx context.Context, rev *modelv1alpha1.TokenRevocation, validate rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
 	u, t, ref, err := m.caller(ctx, "tokenrevocations")
 	if err != nil {
 		return nil, err
 	}
-	if err := admit(ctx, obj, validate, opts, "tokenrevocations"); err != nil {
+	if err := admit(ctx, rev, validate, opts, "tokenrevocations"); err != nil {
 		return nil, err
 	}
 	err = m.kube.CoreV1().ServiceAccounts(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
