@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -134,7 +135,7 @@ func difference(desired, live any, path string) string {
 		if !ok {
 			return path
 		}
-		for _, k := range sortedKeys(d) {
+		for _, k := range slices.Sorted(maps.Keys(d)) {
 			if diff := difference(d[k], l[k], path+"."+k); diff != "" {
 				return diff
 			}
@@ -191,15 +192,6 @@ func when(cond bool, path string) string {
 		return "."
 	}
 	return path
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func objectList(items []any) bool {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -97,31 +98,28 @@ func (r *Reconciler) poolVerdict(ctx context.Context, p *pass) (verdict, string,
 	if ref != "" {
 		v1Name, alpha2Name = ref, ref
 	}
+	v1, alpha2 := &gieapiv1.InferencePool{}, &gieapixv1alpha2.InferencePool{}
 	var verdicts []verdict
-	found := false
-	if v1Name != "" && r.kinds.hasCRD(crdPoolV1) {
-		pool := &gieapiv1.InferencePool{}
-		ok, err := r.readChild(ctx, p, v1Name, pool)
+	for _, pool := range []struct {
+		crd, name string
+		obj       client.Object
+		verdict   func() verdict
+	}{
+		{crdPoolV1, v1Name, v1, func() verdict { return poolV1Verdict(v1) }},
+		{crdPoolV1alpha2, alpha2Name, alpha2, func() verdict { return poolAlpha2Verdict(alpha2) }},
+	} {
+		if pool.name == "" || !r.kinds.hasCRD(pool.crd) {
+			continue
+		}
+		ok, err := r.readChild(ctx, p, pool.name, pool.obj)
 		if err != nil {
 			return verdict{}, "", err
 		}
 		if ok {
-			found = true
-			verdicts = append(verdicts, poolV1Verdict(pool))
+			verdicts = append(verdicts, pool.verdict())
 		}
 	}
-	if alpha2Name != "" && r.kinds.hasCRD(crdPoolV1alpha2) {
-		pool := &gieapixv1alpha2.InferencePool{}
-		ok, err := r.readChild(ctx, p, alpha2Name, pool)
-		if err != nil {
-			return verdict{}, "", err
-		}
-		if ok {
-			found = true
-			verdicts = append(verdicts, poolAlpha2Verdict(pool))
-		}
-	}
-	if ref != "" && !found {
+	if ref != "" && len(verdicts) == 0 {
 		return verdict{}, fmt.Sprintf("spec.router.scheduler.pool.ref: InferencePool %s/%s does not exist", ns, ref), nil
 	}
 	if len(verdicts) == 0 {
