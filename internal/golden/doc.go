@@ -5,8 +5,9 @@
 //
 // Review every rewritten file in the diff before committing it.
 //
-// It also holds what the tests over a corpus of testdata files share: Glob
-// finds the cases, WantError reads the message a bad-input file expects from
-// its first line, and Leaves splits a joined error so that each error can be
-// held to the rule.
+// It also holds what the tests over a corpus of testdata files, and table
+// tests, share: Glob finds the cases, WantError reads the message a
+// bad-input file expects from its first line, ErrorCase checks a case's
+// error against the one it wants, and Leaves splits a joined error so that
+// each error can be held to the rule.
 package golden

@@ -29,6 +29,24 @@ func WantError(tb testing.TB, file string) (want string, data []byte) {
 	return want, data
 }
 
+// ErrorCase checks err for a table case that wants an error containing
+// want, or no error when want is "". It reports whether the case wanted an
+// error, so that the caller stops there. An error the case does not want,
+// or a missing or different one, fails the test.
+func ErrorCase(tb testing.TB, err error, want string) bool {
+	tb.Helper()
+	if want == "" {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		tb.Fatalf("error %v, want one containing %q", err, want)
+	}
+	return true
+}
+
 // Leaves returns the errors errors.Join put together in err, at any depth,
 // or err itself: a test that holds every error to a rule checks each leaf.
 func Leaves(err error) []error {

@@ -70,6 +70,15 @@ func TestWantError(t *testing.T) {
 	}
 }
 
+func TestErrorCase(t *testing.T) {
+	if golden.ErrorCase(t, nil, "") {
+		t.Error("a case that wants no error stopped")
+	}
+	if !golden.ErrorCase(t, errors.New("spec.replicas: must be 1"), "must be 1") {
+		t.Error("a case that wants an error went on")
+	}
+}
+
 func TestLeaves(t *testing.T) {
 	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
 	got := golden.Leaves(errors.Join(a, errors.Join(b, c)))
