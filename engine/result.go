@@ -129,6 +129,9 @@ type Plan struct {
 	Stopped bool
 	// Explanation says how the spec was put together.
 	Explanation Explanation
+	// Warnings name the fields of the merged spec that are accepted but not
+	// acted on (validation.Unimplemented); callers show them to the user.
+	Warnings []string
 
 	svc  *v1alpha2.LLMInferenceService
 	opts Options

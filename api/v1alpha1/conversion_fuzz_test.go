@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/randfill"
@@ -135,6 +136,11 @@ func newFiller(data []byte) *randfill.Filler {
 		},
 		func(tm *metav1.Time, c randfill.Continue) {
 			*tm = metav1.NewTime(time.Unix(int64(c.Uint64()%4_000_000_000), 0).UTC())
+		},
+		func(r *runtime.RawExtension, c randfill.Continue) {
+			// spec.router.scheduler.config.inline: any JSON object.
+			data, _ := json.Marshal(map[string]any{c.String(8): c.String(8), "n": c.Uint64() % 1000})
+			*r = runtime.RawExtension{Raw: data}
 		},
 		func(e *metav1.ManagedFieldsEntry, c randfill.Continue) {
 			*e = metav1.ManagedFieldsEntry{Manager: c.String(8), Operation: metav1.ManagedFieldsOperationApply}

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -193,5 +195,54 @@ func TestScalingRoundTrips(t *testing.T) {
 	}
 	if diff := cmp.Diff(in.Spec, back.Spec); diff != "" {
 		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 (-in +out):\n%s", diff)
+	}
+}
+
+// TestKServeExtensionsRoundTrip converts a KServe-style v1alpha1 service
+// using every field KServe added beyond the model, the workloads and the
+// router to v1alpha2 and back: the hub must hold each field, and the way
+// back must give the input again.
+func TestKServeExtensionsRoundTrip(t *testing.T) {
+	data, err := os.ReadFile("testdata/kserve-extensions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &v1alpha1.LLMInferenceService{}
+	if err := yaml.UnmarshalStrict(data, in); err != nil {
+		t.Fatalf("strict decode into v1alpha1: %v", err)
+	}
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := in.ConvertTo(hub); err != nil {
+		t.Fatal(err)
+	}
+	s := hub.Spec
+	checks := map[string]bool{
+		"storageInitializer.enabled": s.StorageInitializer != nil && *s.StorageInitializer.Enabled,
+		"tracing.samplerArg":         s.Tracing != nil && *s.Tracing.SamplerArg == "0.1",
+		"speculator.config.method":   s.Speculator != nil && s.Speculator.Config["method"] == "eagle3",
+		"speculator.model.uri":       s.Speculator != nil && s.Speculator.Model.URI == "hf://RedHatAI/Qwen3-8B-speculator.eagle3",
+		"kvCacheOffloading.secondary": s.KVCacheOffloading != nil && len(s.KVCacheOffloading.Secondary) == 3 &&
+			s.KVCacheOffloading.Secondary[1].FileSystem.PVC.Spec.Resources.Requests.Storage().String() == "200Gi",
+		"rolloutStrategy.maxSurge":       s.RolloutStrategy != nil && s.RolloutStrategy.MaxSurge.String() == "25%",
+		"model.confidential.resourceId":  s.Model.Confidential != nil && *s.Model.Confidential.ResourceId == "kbs:///default/key/qwen",
+		"runtime":                        s.Runtime != nil && *s.Runtime == "vllm-cuda",
+		"trustRemoteCode":                s.TrustRemoteCode,
+		"router.route.group":             *s.Router.Route.Group == "qwen-family" && *s.Router.Route.Weight == 80,
+		"router.scheduler.replicas":      *s.Router.Scheduler.Replicas == 2,
+		"router.scheduler.config.inline": strings.Contains(string(s.Router.Scheduler.Config.Inline.Raw), "queue-scorer"),
+		"router.scheduler.tokenizer":     s.Router.Scheduler.Tokenizer.Template.Containers[0].Name == "main",
+		"router.scheduler.tracing":       *s.Router.Scheduler.Tracing.ServiceName == "qwen-scheduler",
+	}
+	for field, ok := range checks {
+		if !ok {
+			t.Errorf("spec.%s did not reach v1alpha2", field)
+		}
+	}
+	back := &v1alpha1.LLMInferenceService{}
+	if err := back.ConvertFrom(hub); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in.Spec, back.Spec); diff != "" {
+		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 changed the spec (-in +back):\n%s", diff)
 	}
 }

@@ -79,6 +79,8 @@ type LLMInferenceServiceSpec struct {
 	// BaseRefs names presets to inherit, in order; later entries win.
 	// +optional
 	BaseRefs []corev1.LocalObjectReference `json:"baseRefs,omitempty"`
+
+	v1alpha2.KServeExtensions `json:",inline"`
 }
 
 // Criticality is how important serving the model is compared with others.
@@ -110,6 +112,10 @@ type LLMModelSpec struct {
 	// LoRA lists adapters served on top of the base model.
 	// +optional
 	LoRA *v1alpha2.LoRASpec `json:"lora,omitempty"`
+
+	// Confidential is KServe's confidential serving; accepted, not acted on.
+	// +optional
+	Confidential *v1alpha2.ConfidentialSpec `json:"confidential,omitempty"`
 }
 
 // RouterSpec is v1alpha2.RouterSpec with the v1alpha1 scheduler.
@@ -140,6 +146,8 @@ type SchedulerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Template *corev1.PodSpec `json:"template,omitempty"`
+
+	v1alpha2.SchedulerExtensions `json:",inline"`
 }
 
 // InferencePoolSpec is a managed pool spec or a reference.

@@ -89,6 +89,10 @@ type LLMInferenceServiceSpec struct {
 	// a later entry overrides an earlier one and the service overrides all.
 	// +optional
 	BaseRefs []corev1.LocalObjectReference `json:"baseRefs,omitempty"`
+
+	// KServeExtensions are the fields KServe added to the spec; they are
+	// inlined, so they sit beside the fields above.
+	KServeExtensions `json:",inline"`
 }
 
 // LLMModelSpec is the model and how it is named to clients.
@@ -105,6 +109,12 @@ type LLMModelSpec struct {
 	// LoRA lists adapters served on top of the base model.
 	// +optional
 	LoRA *LoRASpec `json:"lora,omitempty"`
+
+	// Confidential is KServe's confidential serving of encrypted model
+	// artifacts. It is accepted and kept, and not acted on: render and the
+	// webhook warn.
+	// +optional
+	Confidential *ConfidentialSpec `json:"confidential,omitempty"`
 }
 
 // LoRASpec lists LoRA adapters and the vLLM limits for serving them.
@@ -190,6 +200,17 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Worker *corev1.PodSpec `json:"worker,omitempty"`
+
+	// KVCacheOffloading offloads vLLM's KV cache to CPU memory and, in
+	// order, to file-system tiers (vLLM's OffloadingConnector, set with
+	// --kv-transfer-config).
+	// +optional
+	KVCacheOffloading *KVCacheOffloadingSpec `json:"kvCacheOffloading,omitempty"`
+
+	// RolloutStrategy bounds a rolling update of the workload: the
+	// Deployment's rollingUpdate, or the LeaderWorkerSet's.
+	// +optional
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
 }
 
 // ParallelismSpec configures how the model is split across devices and nodes.
@@ -240,6 +261,22 @@ type GatewayRoutesSpec struct {
 	// HTTP configures the HTTPRoute.
 	// +optional
 	HTTP *HTTPRouteSpec `json:"http,omitempty"`
+
+	// Group is KServe's routing group: services of one group share weighted
+	// traffic. It is accepted and kept, and not acted on: render and the
+	// webhook warn.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	Group *string `json:"group,omitempty"`
+
+	// Weight is this service's share of its routing group's traffic, as a
+	// Gateway API backendRef weight. Accepted and kept, not acted on.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	Weight *int32 `json:"weight,omitempty"`
 }
 
 // HTTPRouteSpec is either references to HTTPRoutes the user manages, or the
@@ -304,6 +341,8 @@ type SchedulerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Template *corev1.PodSpec `json:"template,omitempty"`
+
+	SchedulerExtensions `json:",inline"`
 }
 
 // InferencePoolSpec is either the spec of a managed InferencePool or a

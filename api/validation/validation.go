@@ -58,6 +58,7 @@ func ValidateMergedSpec(spec *v1alpha2.LLMInferenceServiceSpec) field.ErrorList 
 		errs = append(errs, validateWorkload(spec.Prefill, path.Child("prefill"), true)...)
 	}
 	errs = append(errs, validateScalings(spec, path)...)
+	errs = append(errs, validateExtensions(spec, path)...)
 	return append(errs, validatePods(spec, path)...)
 }
 
@@ -121,6 +122,7 @@ func validateSpec(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path, comp
 	if spec.Router != nil {
 		errs = append(errs, validateRouter(spec.Router, path.Child("router"))...)
 	}
+	errs = append(errs, validateExtensions(spec, path)...)
 	return append(errs, validateScalings(spec, path)...)
 }
 

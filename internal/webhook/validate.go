@@ -33,16 +33,19 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	}
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
 	var errs field.ErrorList
+	var warnings []string
 	switch req.Kind.Kind {
 	case "LLMInferenceService":
-		errs = services.check(req)
+		errs, warnings = services.check(req)
 	case "LLMInferenceServiceConfig":
-		errs = configs.check(req)
+		errs, warnings = configs.check(req)
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unexpected kind %s", req.Kind))
 	}
 	if len(errs) == 0 {
-		return admission.Allowed("")
+		// Fields accepted but not acted on are admitted with a warning, so
+		// a KServe service applies and its author learns what it lacks.
+		return admission.Allowed("").WithWarnings(warnings...)
 	}
 	status := apierrors.NewInvalid(gk, req.Name, errs).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
@@ -50,12 +53,14 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 
 // kind is how the webhook checks one kind: decode checks an object of a
 // served version against its CRD schema and decodes it, validate checks a
-// new object and validateUpdate a changed one against the stored one.
+// new object and validateUpdate a changed one against the stored one; warn
+// names the fields of a valid object that are stored but not acted on.
 type kind[T interface{ GetDeletionTimestamp() *metav1.Time }] struct {
 	decode         func(version string, raw []byte) (T, field.ErrorList)
 	spec           func(T) any
 	validate       func(T) field.ErrorList
 	validateUpdate func(old, obj T) field.ErrorList
+	warn           func(T) []string
 }
 
 var (
@@ -64,6 +69,7 @@ var (
 		spec:           func(s *v1alpha2.LLMInferenceService) any { return s.Spec },
 		validate:       validation.ValidateService,
 		validateUpdate: validation.ValidateServiceUpdate,
+		warn:           func(s *v1alpha2.LLMInferenceService) []string { return validation.Unimplemented(&s.Spec) },
 	}
 	configs = kind[*v1alpha2.LLMInferenceServiceConfig]{
 		decode:   validation.DecodeConfig,
@@ -73,32 +79,33 @@ var (
 		validateUpdate: func(_, cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
 			return validation.ValidateConfig(cfg)
 		},
+		warn: func(c *v1alpha2.LLMInferenceServiceConfig) []string { return validation.Unimplemented(&c.Spec) },
 	}
 )
 
 // check decides a create or an update. Metadata-only updates (finalizers,
 // labels) and updates of an object being deleted go through unchecked, so
 // an object stored before a rule existed can still be cleaned up.
-func (k kind[T]) check(req admission.Request) field.ErrorList {
+func (k kind[T]) check(req admission.Request) (field.ErrorList, []string) {
 	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
-		return nil
+		return nil, nil
 	}
 	obj, errs := k.decode(req.Kind.Version, req.Object.Raw)
 	if len(errs) > 0 {
-		return errs
+		return errs, nil
 	}
 	if req.Operation == admissionv1.Create {
-		return k.validate(obj)
+		return k.validate(obj), k.warn(obj)
 	}
 	old, errs := k.decode(req.Kind.Version, req.OldObject.Raw)
 	if len(errs) > 0 {
 		// The stored object predates a rule; judge the new one alone.
-		return k.validate(obj)
+		return k.validate(obj), k.warn(obj)
 	}
 	if obj.GetDeletionTimestamp() != nil || apiequality.Semantic.DeepEqual(k.spec(old), k.spec(obj)) {
-		return nil
+		return nil, nil
 	}
-	return k.validateUpdate(old, obj)
+	return k.validateUpdate(old, obj), k.warn(obj)
 }
 
 // rawUnchangedOrDeleting is check's shortcut before decoding: decoding

@@ -95,7 +95,7 @@ func runPostRender(ctx context.Context, s Streams, f *postRenderFlags) error {
 		if os.Getenv("GOGC") == "" {
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 		}
-		if data, err = expandStatic(ctx, data, f); err != nil {
+		if data, err = expandStatic(ctx, data, f, s.Err); err != nil {
 			return err
 		}
 	}
@@ -109,8 +109,8 @@ func runPostRender(ctx context.Context, s Streams, f *postRenderFlags) error {
 }
 
 // expandStatic renders every service of the stream and returns the stream
-// followed by the children.
-func expandStatic(ctx context.Context, data []byte, f *postRenderFlags) ([]byte, error) {
+// followed by the children; the services' warnings go to warnTo.
+func expandStatic(ctx context.Context, data []byte, f *postRenderFlags, warnTo io.Writer) ([]byte, error) {
 	opts, err := f.options()
 	if err != nil {
 		return nil, err
@@ -126,8 +126,12 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags) ([]byte,
 	}
 	// Each service's children are written as YAML where they are rendered
 	// and dropped: a thousand services' objects never sit in memory at once.
+	type chunk struct {
+		yaml     []byte
+		warnings []string
+	}
 	chunks, err := renderEach(ctx, in.Services, catalog, opts, f.namespace,
-		func(_ *engine.Result, children []*unstructured.Unstructured) ([]byte, error) {
+		func(res *engine.Result, children []*unstructured.Unstructured) (chunk, error) {
 			for _, c := range children {
 				if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
 					markWeightsManaged(c)
@@ -135,10 +139,13 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags) ([]byte,
 			}
 			var buf bytes.Buffer
 			err := manifest.WriteYAML(&buf, children)
-			return buf.Bytes(), err
+			return chunk{yaml: buf.Bytes(), warnings: res.Warnings}, err
 		})
 	if err != nil {
 		return nil, err
+	}
+	for i, c := range chunks {
+		warn(warnTo, in.Services[i], c.warnings)
 	}
 	stream := make([]*unstructured.Unstructured, len(in.Docs))
 	for i, d := range in.Docs {
@@ -148,14 +155,14 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags) ([]byte,
 	if err := manifest.WriteYAML(&out, stream); err != nil {
 		return nil, err
 	}
-	for _, chunk := range chunks {
-		if len(chunk) == 0 {
+	for _, c := range chunks {
+		if len(c.yaml) == 0 {
 			continue
 		}
 		if out.Len() > 0 {
 			out.WriteString("---\n")
 		}
-		out.Write(chunk)
+		out.Write(c.yaml)
 	}
 	return out.Bytes(), nil
 }

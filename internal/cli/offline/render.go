@@ -125,7 +125,7 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	if f.explain {
 		explainTo = s.Err
 	}
-	objs, err := renderServices(ctx, services, catalog, opts, f.namespace, explainTo)
+	objs, err := renderServices(ctx, services, catalog, opts, f.namespace, explainTo, s.Err)
 	if err != nil {
 		return err
 	}
@@ -198,6 +198,16 @@ func LoadPresetDir(dir string) ([]*preset.Preset, error) {
 	return out, nil
 }
 
+// warn writes a service's warnings, each naming the input and the service.
+func warn(w io.Writer, in *manifest.Service, warnings []string) {
+	if w == nil {
+		return
+	}
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: %s: LLMInferenceService %s/%s: %s\n", in.Where, in.Service.Namespace, in.Service.Name, msg)
+	}
+}
+
 func explain(w io.Writer, name string, e *engine.Explanation) {
 	fmt.Fprintf(w, "# %s: layers, first to last (the last one wins)\n", name)
 	for i, l := range e.Layers {
@@ -217,18 +227,20 @@ func explain(w io.Writer, name string, e *engine.Explanation) {
 // renderServices renders each service (with the built-in images unless
 // opts names them) and returns all children in input order. Services
 // without a namespace get defaultNamespace; when that is empty too, they
-// are an error. explainTo, when set, receives each service's explanation.
+// are an error. explainTo, when set, receives each service's explanation;
+// warnTo each service's warnings (fields accepted but not acted on).
 // Every service is tried, so one run reports every failure.
 func renderServices(ctx context.Context, services []*manifest.Service, catalog *preset.Catalog, opts engine.Options,
-	defaultNamespace string, explainTo io.Writer,
+	defaultNamespace string, explainTo, warnTo io.Writer,
 ) ([]*unstructured.Unstructured, error) {
 	type rendered struct {
 		objs        []*unstructured.Unstructured
 		explanation *engine.Explanation
+		warnings    []string
 	}
 	results, err := renderEach(ctx, services, catalog, opts, defaultNamespace,
 		func(res *engine.Result, objs []*unstructured.Unstructured) (rendered, error) {
-			return rendered{objs: objs, explanation: &res.Explanation}, nil
+			return rendered{objs: objs, explanation: &res.Explanation, warnings: res.Warnings}, nil
 		})
 	if err != nil {
 		return nil, err
@@ -236,6 +248,7 @@ func renderServices(ctx context.Context, services []*manifest.Service, catalog *
 	var objs []*unstructured.Unstructured
 	for i, r := range results {
 		objs = append(objs, r.objs...)
+		warn(warnTo, services[i], r.warnings)
 		if explainTo != nil {
 			svc := services[i].Service
 			explain(explainTo, svc.Namespace+"/"+svc.Name, r.explanation)
