@@ -306,7 +306,7 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 	return &Plan{
 		Spec: spec, Shape: shape, Names: names, Stopped: build.Stopped(svc),
 		Explanation: Explanation{Layers: explained, Winners: prov.Winner},
-		Warnings:    validation.Unimplemented(spec),
+		Warnings:    append(validation.Unimplemented(spec), build.KVCacheConflicts(spec)...),
 		svc:         svc, opts: opts,
 	}, nil
 }

@@ -78,6 +78,10 @@ func loraAdapters(spec *v1alpha2.LLMInferenceServiceSpec) ([]loraAdapter, error)
 		}
 		switch scheme {
 		case "hf", "s3":
+			if storageInitializerOff(spec) {
+				return nil, fmt.Errorf("%s.uri %q: hf:// and s3:// adapters are downloaded by the storage initializer, which spec.storageInitializer.enabled turns off; "+
+					"put the adapter on a PVC (pvc://) or turn the storage initializer on", field, a.URI)
+			}
 		case "pvc":
 			if claim, _, _ := strings.Cut(rest, "/"); claim == "" {
 				return nil, fmt.Errorf("%s.uri %q: pvc:// needs a claim name, as pvc://claim/path", field, a.URI)

@@ -59,14 +59,19 @@ func (b *builder) scheduler() error {
 		b.add(b.serviceAccount(sa, ComponentScheduler))
 	}
 	labels := b.labels(ComponentScheduler)
-	one := int32(1)
+	replicas := int32(1)
+	if s.Replicas != nil {
+		replicas = *s.Replicas
+	}
+	addEnv(pod, MainContainer, b.schedulerTracingEnv(s))
+	podLabels, podAnnotations := schedulerPodMeta(s, b.labels(ComponentScheduler))
 	b.add(&appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: b.meta(b.names.epp, ComponentScheduler),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
+			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: b.labels(ComponentScheduler)}, Spec: *pod},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations}, Spec: *pod},
 		},
 	})
 	svc, err := b.eppService(pod)

@@ -72,6 +72,12 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 	c := &pod.Containers[main]
 	switch scheme {
 	case "hf", "s3":
+		if storageInitializerOff(b.spec) {
+			// spec.storageInitializer.enabled: false. The model reaches
+			// /mnt/models some other way: an init container or volume of
+			// the user's own, as with KServe.
+			return nil
+		}
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		pod.InitContainers = append([]corev1.Container{b.storageInitializer([]string{uri, ModelMountPath}, ModelMountPath)}, pod.InitContainers...)
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: ModelMountPath, ReadOnly: true})

@@ -93,7 +93,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 		}
 	}
 	if w.Worker == nil {
-		pod, err := b.servingPod(w.Template)
+		pod, err := b.servingPod(w.Template, w, k.role)
 		if err != nil {
 			return err
 		}
@@ -110,6 +110,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 				Replicas: replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: b.labels(k.component)},
 				Template: corev1.PodTemplateSpec{ObjectMeta: podMeta, Spec: *pod},
+				Strategy: deploymentStrategy(w.RolloutStrategy),
 			},
 		}
 		b.add(d)
@@ -120,7 +121,7 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 	if size == nil {
 		return fmt.Errorf("%s.parallelism: a worker needs data parallelism (data and dataLocal) or pipeline parallelism (pipeline)", path)
 	}
-	workerPod, err := b.servingPod(w.Worker)
+	workerPod, err := b.servingPod(w.Worker, w, k.role)
 	if err != nil {
 		return err
 	}
@@ -149,9 +150,11 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 			},
 		},
 	}
+	rolling := lws.Spec.RolloutStrategy.RollingUpdateConfiguration
+	lwsRollout(w.RolloutStrategy, &rolling.MaxUnavailable, &rolling.MaxSurge)
 	sidecar := false
 	if w.Template != nil {
-		leaderPod, err := b.servingPod(w.Template)
+		leaderPod, err := b.servingPod(w.Template, w, k.role)
 		if err != nil {
 			return err
 		}
@@ -169,14 +172,25 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 	return nil
 }
 
-// servingPod copies a pod template and adds the model storage, the LoRA
-// adapters and the pool name the routing sidecar needs.
-func (b *builder) servingPod(tmpl *corev1.PodSpec) (*corev1.PodSpec, error) {
+// servingPod copies a pod template of workload w, whose pods have the
+// llm-d role role, and adds the model storage, the LoRA adapters, the
+// speculator (decode and single pods), KV cache offloading, tracing and the
+// pool name the routing sidecar needs.
+func (b *builder) servingPod(tmpl *corev1.PodSpec, w *v1alpha2.WorkloadSpec, role string) (*corev1.PodSpec, error) {
 	pod := tmpl.DeepCopy()
 	if err := b.addStorage(pod); err != nil {
 		return nil, err
 	}
 	b.addLoRA(pod, b.lora)
+	if role != "prefill" {
+		if err := b.addSpeculator(pod); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.addKVCache(pod, w); err != nil {
+		return nil, err
+	}
+	addEnv(pod, MainContainer, tracingEnv(b.spec.Tracing, b.tracingName(role)))
 	for i := range pod.InitContainers {
 		c := &pod.InitContainers[i]
 		if c.Name == RoutingSidecar && !hasEnv(c, "INFERENCE_POOL_NAME") {

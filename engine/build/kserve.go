@@ -1,0 +1,353 @@
+package build
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/api/validation"
+)
+
+// What KServe's fields beyond the model, the workloads and the router add
+// to the children: the storage initializer switch, speculative decoding, KV
+// cache offloading, tracing and the rollout strategy.
+
+// Names and paths of speculative decoding, as KServe has them; the volume
+// name is ours.
+const (
+	SpeculatorInitializer = "speculator-initializer"
+	SpeculatorMountPath   = "/mnt/speculator/model"
+	speculatorVolume      = "kserve-speculator"
+	speculativeConfig     = "--speculative-config"
+	kvTransferConfig      = "--kv-transfer-config"
+)
+
+// The OpenTelemetry variables spec.tracing sets, and KServe's defaults.
+const (
+	envOTLPEndpoint   = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesSampler  = "OTEL_TRACES_SAMPLER"
+	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
+	envTracesExporter = "OTEL_TRACES_EXPORTER"
+	envServiceName    = "OTEL_SERVICE_NAME"
+
+	DefaultTracingEndpoint = "http://otel-collector:4317"
+	DefaultTracingSampler  = "parentbased_traceidratio"
+	DefaultTracingArg      = "0.05"
+	DefaultTracingExporter = "otlp"
+	// SchedulerTracingName is the endpoint picker's OTEL_SERVICE_NAME.
+	SchedulerTracingName = "inference-scheduler"
+)
+
+// storageInitializerOff reports whether spec.storageInitializer.enabled is
+// false: hf:// and s3:// URIs are then not downloaded.
+func storageInitializerOff(spec *v1alpha2.LLMInferenceServiceSpec) bool {
+	s := spec.StorageInitializer
+	return s != nil && s.Enabled != nil && !*s.Enabled
+}
+
+// addSpeculator gives a decode (or single) serving pod the speculator
+// model at /mnt/speculator/model and vLLM's --speculative-config, as KServe
+// does: hf:// and s3:// are downloaded by a second init container,
+// speculator-initializer, into a volume of their own; pvc:// is mounted
+// read-only. The flag goes last among main's arguments, so it wins over one
+// in VLLM_ADDITIONAL_ARGS or the service's args, as KServe's replaces
+// theirs.
+func (b *builder) addSpeculator(pod *corev1.PodSpec) error {
+	s := b.spec.Speculator
+	main := containerIndex(pod.Containers, MainContainer)
+	if s == nil || main < 0 || (len(s.Config) == 0 && s.Model == nil) {
+		return nil
+	}
+	if s.Model != nil {
+		uri := s.Model.URI
+		scheme, rest, ok := strings.Cut(uri, "://")
+		field := "spec.speculator.model.uri"
+		switch {
+		case !ok || rest == "":
+			return fmt.Errorf("%s %q: want scheme://location with scheme hf, s3 or pvc", field, uri)
+		case scheme == "hf" || scheme == "s3":
+			if storageInitializerOff(b.spec) {
+				return fmt.Errorf("%s %q: hf:// and s3:// need the storage initializer; set spec.storageInitializer.enabled to true", field, uri)
+			}
+			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: speculatorVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			init := b.storageInitializer([]string{uri, SpeculatorMountPath}, SpeculatorMountPath)
+			init.Name = SpeculatorInitializer
+			init.VolumeMounts[0].Name = speculatorVolume
+			pod.InitContainers = append(pod.InitContainers, init)
+		case scheme == "pvc":
+			claim, sub, _ := strings.Cut(rest, "/")
+			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: speculatorVolume, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: true},
+			}})
+			pod.Containers[main].VolumeMounts = append(pod.Containers[main].VolumeMounts,
+				corev1.VolumeMount{Name: speculatorVolume, MountPath: SpeculatorMountPath, SubPath: sub, ReadOnly: true})
+		case scheme == "oci":
+			return fmt.Errorf("%s %q: oci:// speculator models are not supported by odh-serving yet; use hf://, s3:// or pvc://", field, uri)
+		default:
+			return fmt.Errorf("%s %q: unknown storage scheme %q; supported: hf://, s3://, pvc://", field, uri, scheme)
+		}
+		if scheme != "pvc" {
+			pod.Containers[main].VolumeMounts = append(pod.Containers[main].VolumeMounts,
+				corev1.VolumeMount{Name: speculatorVolume, MountPath: SpeculatorMountPath, ReadOnly: true})
+		}
+	}
+	cfg := map[string]any{}
+	for k, v := range s.Config {
+		cfg[k] = jsonValue(v)
+	}
+	if s.Model != nil {
+		cfg["model"] = SpeculatorMountPath
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("spec.speculator.config: %w", err)
+	}
+	appendFlag(&pod.Containers[main], speculativeConfig, string(data))
+	return nil
+}
+
+// jsonValue is v as the JSON type it reads as: an integer, a number, a
+// boolean, else a string, as KServe infers it.
+func jsonValue(v string) any {
+	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return f
+	}
+	if t, err := strconv.ParseBool(v); err == nil {
+		return t
+	}
+	return v
+}
+
+// appendFlag puts flag and its JSON value last among c's arguments,
+// single-quoted when the script evaluates them again (see loraArgs).
+func appendFlag(c *corev1.Container, flag, value string) {
+	if evals(c) {
+		value = "'" + strings.ReplaceAll(value, "'", `'\''`) + "'"
+	}
+	c.Args = append(c.Args, flag, value)
+}
+
+// addKVCache gives a serving pod of workload w vLLM's OffloadingConnector
+// (--kv-transfer-config, last among main's arguments) and a volume per
+// file-system tier, as KServe does: an emptyDir with its size as limit and
+// as main's ephemeral-storage request, an ephemeral claim per pod, or an
+// existing claim with the path as subPath.
+func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec) error {
+	kv := w.KVCacheOffloading
+	main := containerIndex(pod.Containers, MainContainer)
+	if kv == nil || main < 0 {
+		return nil
+	}
+	c := &pod.Containers[main]
+	policy := kv.EvictionPolicy
+	if policy == "" {
+		policy = "lru" // the CRD's default; render applies it too
+	}
+	extra := map[string]any{"spec_name": "CPUOffloadingSpec", "cpu_bytes_to_use": kv.CPU.Value(), "eviction_policy": policy}
+	var tiers []map[string]any
+	for i, t := range kv.Secondary {
+		fs := t.FileSystem
+		if fs == nil {
+			continue
+		}
+		name, mount := fmt.Sprintf("kv-cache-secondary-%d", i), validation.KVCacheMountPath(fs, i)
+		vm := corev1.VolumeMount{Name: name, MountPath: mount}
+		var src corev1.VolumeSource
+		switch {
+		case fs.EmptyDir != nil:
+			size := fs.EmptyDir.Size.DeepCopy()
+			src.EmptyDir = &corev1.EmptyDirVolumeSource{SizeLimit: &size}
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			req := c.Resources.Requests[corev1.ResourceEphemeralStorage]
+			req.Add(size)
+			c.Resources.Requests[corev1.ResourceEphemeralStorage] = req
+		case fs.PVC != nil && fs.PVC.Spec != nil:
+			src.Ephemeral = &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: *fs.PVC.Spec.DeepCopy()}}
+		case fs.PVC != nil && fs.PVC.Ref != nil:
+			src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fs.PVC.Ref.Name}
+			vm.SubPath = fs.PVC.Ref.Path
+		default:
+			return fmt.Errorf("kvCacheOffloading.secondary[%d].fileSystem: set exactly one of emptyDir and pvc", i)
+		}
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: name, VolumeSource: src})
+		c.VolumeMounts = append(c.VolumeMounts, vm)
+		tiers = append(tiers, map[string]any{"type": "fs", "root_dir": mount})
+	}
+	if len(tiers) > 0 {
+		extra["spec_name"] = "TieringOffloadingSpec"
+		extra["secondary_tiers"] = tiers
+	}
+	if passesFlag(c, kvTransferConfig) {
+		// The preset's own connector (NIXL between prefill and decode)
+		// stays: a second flag would replace it. KVCacheConflicts warns.
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra})
+	if err != nil {
+		return fmt.Errorf("kvCacheOffloading: %w", err)
+	}
+	appendFlag(c, kvTransferConfig, string(data))
+	return nil
+}
+
+// passesFlag reports whether c gives vLLM flag itself: in its command, its
+// args or VLLM_ADDITIONAL_ARGS.
+func passesFlag(c *corev1.Container, flag string) bool {
+	has := func(s string) bool { return strings.Contains(s, flag) }
+	for _, e := range c.Env {
+		if e.Name == vllmArgsEnv && has(e.Value) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(c.Command, has) || slices.ContainsFunc(c.Args, has)
+}
+
+// KVCacheConflicts names the workloads whose kvCacheOffloading is not
+// passed to vLLM because their main container already sets
+// --kv-transfer-config (the prefill/decode presets' NIXL connector): their
+// tiers are mounted, and the offloading connector is not configured.
+func KVCacheConflicts(spec *v1alpha2.LLMInferenceServiceSpec) []string {
+	var out []string
+	check := func(w *v1alpha2.WorkloadSpec, path string) {
+		if w.KVCacheOffloading == nil {
+			return
+		}
+		for _, pod := range []*corev1.PodSpec{w.Template, w.Worker} {
+			if pod == nil {
+				continue
+			}
+			if i := containerIndex(pod.Containers, MainContainer); i >= 0 && passesFlag(&pod.Containers[i], kvTransferConfig) {
+				out = append(out, fmt.Sprintf("%s.kvCacheOffloading is not passed to vLLM: the main container already sets %s "+
+					"(prefill/decode KV transfer), which one flag cannot combine with offloading; the tiers are mounted (docs/kserve-compat.md)", path, kvTransferConfig))
+				return
+			}
+		}
+	}
+	check(&spec.WorkloadSpec, "spec")
+	if spec.Prefill != nil {
+		check(spec.Prefill, "spec.prefill")
+	}
+	return out
+}
+
+// tracingEnv is the OpenTelemetry environment of a component named name,
+// from t (spec.tracing) with KServe's defaults; nil when t is.
+func tracingEnv(t *v1alpha2.TracingSpec, name string) []corev1.EnvVar {
+	if t == nil {
+		return nil
+	}
+	return []corev1.EnvVar{
+		{Name: envOTLPEndpoint, Value: or(t.ExporterEndpoint, DefaultTracingEndpoint)},
+		{Name: envTracesSampler, Value: or(t.Sampler, DefaultTracingSampler)},
+		{Name: envSamplerArg, Value: or(t.SamplerArg, DefaultTracingArg)},
+		{Name: envTracesExporter, Value: or(t.Exporter, DefaultTracingExporter)},
+		{Name: envServiceName, Value: name},
+	}
+}
+
+// schedulerTracingEnv is the endpoint picker's: spec.tracing's, each value
+// replaced by spec.router.scheduler.tracing's when that sets it, and on
+// when either is present.
+func (b *builder) schedulerTracingEnv(s *v1alpha2.SchedulerSpec) []corev1.EnvVar {
+	st, t := s.Tracing, b.spec.Tracing
+	if t == nil && st == nil {
+		return nil
+	}
+	if t == nil {
+		t = &v1alpha2.TracingSpec{}
+	}
+	env := tracingEnv(t, SchedulerTracingName)
+	if st == nil {
+		return env
+	}
+	for i, v := range []*string{st.OtelExporterEndpoint, st.TracesSampler, st.TracesSamplerArg, st.TracesExporter, st.ServiceName} {
+		if v != nil {
+			env[i].Value = *v
+		}
+	}
+	return env
+}
+
+func or(p *string, def string) string {
+	if p != nil {
+		return *p
+	}
+	return def
+}
+
+// addEnv sets each variable on the container named name that does not set
+// it already: what the pod template says wins.
+func addEnv(pod *corev1.PodSpec, name string, env []corev1.EnvVar) {
+	i := containerIndex(pod.Containers, name)
+	if i < 0 {
+		return
+	}
+	for _, e := range env {
+		if !hasEnv(&pod.Containers[i], e.Name) {
+			pod.Containers[i].Env = append(pod.Containers[i].Env, e)
+		}
+	}
+}
+
+// tracingName is the OTEL_SERVICE_NAME of a workload's model servers: the
+// service's name, with -decode or -prefill when prefill is split off.
+func (b *builder) tracingName(role string) string {
+	if role == "both" {
+		return b.svc.Name
+	}
+	return b.svc.Name + "-" + role
+}
+
+// deploymentStrategy is the rolling update spec.rolloutStrategy asks for;
+// the zero strategy (Kubernetes' default) without one.
+func deploymentStrategy(r *v1alpha2.RolloutStrategy) appsv1.DeploymentStrategy {
+	if r == nil {
+		return appsv1.DeploymentStrategy{}
+	}
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: r.MaxUnavailable, MaxSurge: r.MaxSurge},
+	}
+}
+
+// lwsRollout replaces the LeaderWorkerSet's rolling update bounds with the
+// ones spec.rolloutStrategy sets.
+func lwsRollout(r *v1alpha2.RolloutStrategy, unavailable, surge *intstr.IntOrString) {
+	if r == nil {
+		return
+	}
+	if r.MaxUnavailable != nil {
+		*unavailable = *r.MaxUnavailable
+	}
+	if r.MaxSurge != nil {
+		*surge = *r.MaxSurge
+	}
+}
+
+// schedulerPodMeta adds spec.router.scheduler's labels and annotations to
+// the endpoint picker pod's; its own labels win.
+func schedulerPodMeta(s *v1alpha2.SchedulerSpec, labels map[string]string) (map[string]string, map[string]string) {
+	out := maps.Clone(s.Labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, labels)
+	var ann map[string]string
+	if len(s.Annotations) > 0 {
+		ann = maps.Clone(s.Annotations)
+	}
+	return out, ann
+}

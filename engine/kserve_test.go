@@ -1,0 +1,47 @@
+package engine_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets"
+)
+
+// TestWarnings renders golden inputs and checks the warnings the result
+// carries: the prefill/decode presets' own --kv-transfer-config (NIXL) keeps
+// kvCacheOffloading from vLLM in both workloads, which must be said; a
+// service using only what odh-serving acts on gets none.
+func TestWarnings(t *testing.T) {
+	for dir, want := range map[string][]string{
+		"kserve-pd-speculator-kvcache": {"spec.kvCacheOffloading is not passed to vLLM", "spec.prefill.kvCacheOffloading is not passed to vLLM"},
+		"kserve-kvcache-lws":           nil,
+		"kserve-tracing":               nil,
+		"single-node":                  nil,
+	} {
+		t.Run(dir, func(t *testing.T) {
+			in, err := manifest.DecodeFile(filepath.Join("testdata", dir, "input.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			images, err := presets.Images()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := engine.Render(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: images})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Warnings) != len(want) {
+				t.Fatalf("warnings %q, want %d of them", res.Warnings, len(want))
+			}
+			for i, w := range want {
+				if !strings.HasPrefix(res.Warnings[i], w) {
+					t.Errorf("warning %d = %q, want it to start with %q", i, res.Warnings[i], w)
+				}
+			}
+		})
+	}
+}

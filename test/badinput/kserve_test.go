@@ -1,0 +1,149 @@
+package badinput
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opendatahub-io/odh-serving/internal/webhook"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+// kserveExtensions is a KServe-style service that uses every field KServe
+// added beyond the model, the workloads and the router.
+const kserveExtensions = "../../api/v1alpha1/testdata/kserve-extensions.yaml"
+
+// unimplementedFields are the fields of kserveExtensions that are accepted
+// and not acted on: each must be named by a warning.
+var unimplementedFields = []string{
+	"spec.runtime", "spec.trustRemoteCode", "spec.router.route.group",
+	"spec.router.scheduler.config", "spec.router.scheduler.tokenizer",
+}
+
+// TestKServeExtensionsAccepted sends the KServe-style service, as v1alpha1
+// and as v1alpha2, through every strict path: render must render it (the
+// speculator, KV cache, tracing and rollout in the children) and warn about
+// each field it does not act on; the webhook's handler must admit it with
+// the same warnings; the real API server must create it with strict
+// field validation (no unknown or dropped field), pass the warnings on,
+// and give back every field as written in both versions.
+func TestKServeExtensionsAccepted(t *testing.T) {
+	data, err := os.ReadFile(kserveExtensions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
+	for _, version := range []string{"v1alpha1", "v1alpha2"} {
+		t.Run(version, func(t *testing.T) {
+			doc := strings.Replace(string(data), "serving.kserve.io/v1alpha1", "serving.kserve.io/"+version, 1)
+			file := t.TempDir() + "/service.yaml"
+			if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			obj.SetName("qwen-" + version)
+			obj.SetNamespace(ns)
+
+			code, stdout, stderr := runCLI([]string{"render", "-f", file, "-n", ns}, nil)
+			if code != 0 {
+				t.Fatalf("render exited %d:\n%s", code, stderr)
+			}
+			for _, want := range []string{"--speculative-config", "speculator-initializer", "--kv-transfer-config",
+				"TieringOffloadingSpec", "kv-cache-secondary-2", "OTEL_SERVICE_NAME", "maxSurge: 25%"} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("render: the children lack %q", want)
+				}
+			}
+			checkWarned(t, "render", stderr)
+
+			raw, err := obj.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := webhook.Validator{}.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Create,
+				Kind:      metav1.GroupVersionKind{Group: "serving.kserve.io", Version: version, Kind: "LLMInferenceService"},
+				Name:      obj.GetName(), Namespace: ns, Object: runtime.RawExtension{Raw: raw},
+			}})
+			if !resp.Allowed {
+				t.Fatalf("the webhook refused it: %v", resp.Result)
+			}
+			checkWarned(t, "webhook", strings.Join(resp.Warnings, "\n"))
+
+			warnings := &warningRecorder{}
+			cfg := rest.CopyConfig(cp.Config)
+			cfg.WarningHandler = warnings
+			c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(t.Context(), obj.DeepCopy(), client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+				t.Fatalf("the API server refused it with strict field validation: %v", err)
+			}
+			checkWarned(t, "API server", warnings.String())
+			for _, read := range []string{"v1alpha1", "v1alpha2"} {
+				got := &unstructured.Unstructured{}
+				got.SetAPIVersion("serving.kserve.io/" + read)
+				got.SetKind("LLMInferenceService")
+				if err := cp.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(jsonOf(t, obj.Object["spec"]), jsonOf(t, got.Object["spec"])); diff != "" {
+					t.Errorf("read as %s, the stored spec differs from the one written (-written +read):\n%s", read, diff)
+				}
+			}
+		})
+	}
+}
+
+func checkWarned(t *testing.T, who, out string) {
+	t.Helper()
+	for _, f := range unimplementedFields {
+		if !strings.Contains(out, f+" is accepted and stored but not acted on") {
+			t.Errorf("%s did not warn about %s; it said:\n%s", who, f, out)
+		}
+	}
+}
+
+// jsonOf is v as indented JSON, to compare specs field by field.
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// warningRecorder keeps the API server's warnings.
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
