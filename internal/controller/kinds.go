@@ -36,8 +36,8 @@ type kind struct {
 // newObject returns an empty object of the kind: typed when the kind has Go
 // types, unstructured otherwise.
 func (k kind) newObject() client.Object {
-	if f, ok := typedKinds[k.gvk]; ok {
-		return f()
+	if t, ok := typedKinds[k.gvk]; ok {
+		return t.object()
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.gvk)
@@ -46,8 +46,8 @@ func (k kind) newObject() client.Object {
 
 // newList returns an empty list of the kind.
 func (k kind) newList() client.ObjectList {
-	if f, ok := typedLists[k.gvk]; ok {
-		return f()
+	if t, ok := typedKinds[k.gvk]; ok {
+		return t.list()
 	}
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
@@ -128,38 +128,40 @@ func kindOf(gvk schema.GroupVersionKind) (kind, bool) {
 	return childKinds[i], true
 }
 
-var typedKinds = map[schema.GroupVersionKind]func() client.Object{
-	gvkDeployment:         func() client.Object { return &appsv1.Deployment{} },
-	gvkService:            func() client.Object { return &corev1.Service{} },
-	gvkServiceAccount:     func() client.Object { return &corev1.ServiceAccount{} },
-	gvkSecret:             func() client.Object { return &corev1.Secret{} },
-	gvkRole:               func() client.Object { return &rbacv1.Role{} },
-	gvkRoleBinding:        func() client.Object { return &rbacv1.RoleBinding{} },
-	gvkClusterRoleBinding: func() client.Object { return &rbacv1.ClusterRoleBinding{} },
-	gvkLWS:                func() client.Object { return &lwsv1.LeaderWorkerSet{} },
-	gvkHPA:                func() client.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
-	gvkPoolV1:             func() client.Object { return &gieapiv1.InferencePool{} },
-	gvkPoolV1alpha2:       func() client.Object { return &gieapixv1alpha2.InferencePool{} },
-	gvkHTTPRoute:          func() client.Object { return &gatewayv1.HTTPRoute{} },
-	gvkGateway:            func() client.Object { return &gatewayv1.Gateway{} },
-	gvkGatewayClass:       func() client.Object { return &gatewayv1.GatewayClass{} },
+// typedKinds are the kinds the controller reads as Go types; it reads the
+// others as unstructured objects.
+var typedKinds = map[schema.GroupVersionKind]goTypes{
+	gvkDeployment:         goType[appsv1.Deployment, appsv1.DeploymentList](),
+	gvkService:            goType[corev1.Service, corev1.ServiceList](),
+	gvkServiceAccount:     goType[corev1.ServiceAccount, corev1.ServiceAccountList](),
+	gvkSecret:             goType[corev1.Secret, corev1.SecretList](),
+	gvkRole:               goType[rbacv1.Role, rbacv1.RoleList](),
+	gvkRoleBinding:        goType[rbacv1.RoleBinding, rbacv1.RoleBindingList](),
+	gvkClusterRoleBinding: goType[rbacv1.ClusterRoleBinding, rbacv1.ClusterRoleBindingList](),
+	gvkLWS:                goType[lwsv1.LeaderWorkerSet, lwsv1.LeaderWorkerSetList](),
+	gvkHPA:                goType[autoscalingv2.HorizontalPodAutoscaler, autoscalingv2.HorizontalPodAutoscalerList](),
+	gvkPoolV1:             goType[gieapiv1.InferencePool, gieapiv1.InferencePoolList](),
+	gvkPoolV1alpha2:       goType[gieapixv1alpha2.InferencePool, gieapixv1alpha2.InferencePoolList](),
+	gvkHTTPRoute:          goType[gatewayv1.HTTPRoute, gatewayv1.HTTPRouteList](),
+	gvkGateway:            goType[gatewayv1.Gateway, gatewayv1.GatewayList](),
+	gvkGatewayClass:       goType[gatewayv1.GatewayClass, gatewayv1.GatewayClassList](),
 }
 
-var typedLists = map[schema.GroupVersionKind]func() client.ObjectList{
-	gvkDeployment:         func() client.ObjectList { return &appsv1.DeploymentList{} },
-	gvkService:            func() client.ObjectList { return &corev1.ServiceList{} },
-	gvkServiceAccount:     func() client.ObjectList { return &corev1.ServiceAccountList{} },
-	gvkSecret:             func() client.ObjectList { return &corev1.SecretList{} },
-	gvkRole:               func() client.ObjectList { return &rbacv1.RoleList{} },
-	gvkRoleBinding:        func() client.ObjectList { return &rbacv1.RoleBindingList{} },
-	gvkClusterRoleBinding: func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} },
-	gvkLWS:                func() client.ObjectList { return &lwsv1.LeaderWorkerSetList{} },
-	gvkHPA:                func() client.ObjectList { return &autoscalingv2.HorizontalPodAutoscalerList{} },
-	gvkPoolV1:             func() client.ObjectList { return &gieapiv1.InferencePoolList{} },
-	gvkPoolV1alpha2:       func() client.ObjectList { return &gieapixv1alpha2.InferencePoolList{} },
-	gvkHTTPRoute:          func() client.ObjectList { return &gatewayv1.HTTPRouteList{} },
-	gvkGateway:            func() client.ObjectList { return &gatewayv1.GatewayList{} },
-	gvkGatewayClass:       func() client.ObjectList { return &gatewayv1.GatewayClassList{} },
+// goTypes make an empty object and an empty list of a kind.
+type goTypes struct {
+	object func() client.Object
+	list   func() client.ObjectList
+}
+
+// goType is the goTypes of the kind whose object type is O and list type L.
+func goType[O, L any, PO interface {
+	*O
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}]() goTypes {
+	return goTypes{object: func() client.Object { return PO(new(O)) }, list: func() client.ObjectList { return PL(new(L)) }}
 }
 
 // optionalCRDs are the CRDs whose kinds the controller watches once they
