@@ -44,7 +44,7 @@ func TestIntegrationHelmPostRender(t *testing.T) {
 			t.Errorf("%d %s in the output, want %d (all kinds: %v)", kinds[kind], kind, n, kinds)
 		}
 	}
-	if !strings.Contains(stdout, "--served-model-name=demo-model") {
-		t.Error("the team preset from the chart did not reach the simulator's flags")
+	if !strings.Contains(stdout, "- publishers/helm-demo/models/demo-model") {
+		t.Error("the simulator preset did not give the model its publisher name in the simulator's flags")
 	}
 }
