@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -37,8 +38,10 @@ func validatorFor(kind, version string) (*validate.SchemaValidator, error) {
 		if !ok {
 			return nil, nil
 		}
+		// UnmarshalJSON straight away: json.Unmarshal would first scan the
+		// whole schema once more only to check that it is JSON.
 		s := &spec.Schema{}
-		if err := json.Unmarshal(raw, s); err != nil {
+		if err := s.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("read the %s %s schema: %w", kind, version, err)
 		}
 		asAPIServer(s)
@@ -55,6 +58,19 @@ func validatorFor(kind, version string) (*validate.SchemaValidator, error) {
 // it on create; metadata is the API server's own business. Errors name
 // the field path, worded as the API server words them.
 func ValidateSchema(kind, version string, raw []byte) field.ErrorList {
+	return validateSchema(kind, version, raw, nil)
+}
+
+// ValidateSchemaObject is ValidateSchema of an object the caller already
+// decoded from its JSON as apimachinery decodes it (whole numbers int64,
+// as unstructured.Unstructured holds them), which spares decoding it once
+// more. obj is not changed.
+func ValidateSchemaObject(kind, version string, obj map[string]any) field.ErrorList {
+	return validateSchema(kind, version, nil, obj)
+}
+
+// validateSchema checks obj, or raw decoded when obj is nil.
+func validateSchema(kind, version string, raw []byte, obj map[string]any) field.ErrorList {
 	if kind != "LLMInferenceService" && kind != "LLMInferenceServiceConfig" {
 		return field.ErrorList{field.NotSupported(field.NewPath("kind"), kind, []string{"LLMInferenceService", "LLMInferenceServiceConfig"})}
 	}
@@ -65,11 +81,15 @@ func ValidateSchema(kind, version string, raw []byte) field.ErrorList {
 	if v == nil {
 		return field.ErrorList{field.NotSupported(field.NewPath("apiVersion"), version, []string{"v1alpha1", "v1alpha2"})}
 	}
-	var obj map[string]any
-	if err := utiljson.Unmarshal(raw, &obj); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("<root>"), "", err.Error())}
+	if obj == nil {
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("<root>"), "", err.Error())}
+		}
 	}
-	delete(obj, "status")
+	if _, ok := obj["status"]; ok {
+		obj = maps.Clone(obj)
+		delete(obj, "status")
+	}
 	errs := fieldErrors(v.Validate(obj))
 	// The validator walks the object's maps in no fixed order; the same
 	// input must give the same message.

@@ -1,8 +1,11 @@
 package validation_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/opendatahub-io/odh-serving/api/validation"
 )
@@ -40,13 +43,31 @@ func TestDecodeChecksTheCRDSchema(t *testing.T) {
 			}
 			t.Run(tc.name+"/"+version, func(t *testing.T) {
 				raw := []byte(`{"apiVersion":"serving.kserve.io/` + version + `","kind":"` + tc.kind + `","metadata":{"name":"x"},` + tc.json[1:])
-				var got error
+				// The post-render already holds the object decoded: the
+				// *Object forms check it without decoding it again, alike,
+				// and leave it as it was.
+				var obj map[string]any
+				if err := utiljson.Unmarshal(raw, &obj); err != nil {
+					t.Fatal(err)
+				}
+				_, hadStatus := obj["status"]
+				var got, gotObj error
 				if tc.kind == "LLMInferenceService" {
 					_, errs := validation.DecodeService(version, raw)
 					got = errs.ToAggregate()
+					_, errs = validation.DecodeServiceObject(version, raw, obj)
+					gotObj = errs.ToAggregate()
 				} else {
 					_, errs := validation.DecodeConfig(version, raw)
 					got = errs.ToAggregate()
+					_, errs = validation.DecodeConfigObject(version, raw, obj)
+					gotObj = errs.ToAggregate()
+				}
+				if fmt.Sprint(got) != fmt.Sprint(gotObj) {
+					t.Errorf("from the decoded object: %v; from the JSON: %v", gotObj, got)
+				}
+				if _, has := obj["status"]; has != hadStatus {
+					t.Errorf("the check changed the caller's object: status there %v, was %v", has, hadStatus)
 				}
 				switch {
 				case tc.want == "" && got != nil:

@@ -13,18 +13,31 @@ import (
 // the API server does, then decodes it strictly, and returns its v1alpha2
 // form.
 func DecodeService(version string, raw []byte) (*v1alpha2.LLMInferenceService, field.ErrorList) {
-	return decode("LLMInferenceService", version, raw, &v1alpha2.LLMInferenceService{}, &v1alpha1.LLMInferenceService{})
+	return DecodeServiceObject(version, raw, nil)
+}
+
+// DecodeServiceObject is DecodeService when the caller also holds raw
+// decoded into obj (see ValidateSchemaObject); obj nil decodes raw.
+func DecodeServiceObject(version string, raw []byte, obj map[string]any) (*v1alpha2.LLMInferenceService, field.ErrorList) {
+	return decode("LLMInferenceService", version, raw, obj, &v1alpha2.LLMInferenceService{}, &v1alpha1.LLMInferenceService{})
 }
 
 // DecodeConfig checks and decodes a preset like DecodeService.
 func DecodeConfig(version string, raw []byte) (*v1alpha2.LLMInferenceServiceConfig, field.ErrorList) {
-	return decode("LLMInferenceServiceConfig", version, raw, &v1alpha2.LLMInferenceServiceConfig{}, &v1alpha1.LLMInferenceServiceConfig{})
+	return DecodeConfigObject(version, raw, nil)
 }
 
-// decode checks raw, an object of kind in version, against its schema and
-// decodes it into hub (through spoke when raw is v1alpha1).
-func decode[H hubObject, S spokeObject](kind, version string, raw []byte, hub H, spoke S) (H, field.ErrorList) {
-	if errs := ValidateSchema(kind, version, raw); len(errs) > 0 {
+// DecodeConfigObject is DecodeConfig when the caller also holds raw decoded
+// into obj (see ValidateSchemaObject); obj nil decodes raw.
+func DecodeConfigObject(version string, raw []byte, obj map[string]any) (*v1alpha2.LLMInferenceServiceConfig, field.ErrorList) {
+	return decode("LLMInferenceServiceConfig", version, raw, obj, &v1alpha2.LLMInferenceServiceConfig{}, &v1alpha1.LLMInferenceServiceConfig{})
+}
+
+// decode checks raw, an object of kind in version (already decoded into
+// obj, or nil), against its schema and decodes it into hub (through spoke
+// when raw is v1alpha1).
+func decode[H hubObject, S spokeObject](kind, version string, raw []byte, obj map[string]any, hub H, spoke S) (H, field.ErrorList) {
+	if errs := validateSchema(kind, version, raw, obj); len(errs) > 0 {
 		return hub, errs
 	}
 	return hub, decodeVersioned(version, raw, hub, spoke)

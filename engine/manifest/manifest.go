@@ -218,7 +218,7 @@ func gvVersion(apiVersion string) string {
 }
 
 func decodeService(d *Document) (*v1alpha2.LLMInferenceService, error) {
-	svc, errs := validation.DecodeService(gvVersion(d.Object.GetAPIVersion()), d.JSON)
+	svc, errs := validation.DecodeServiceObject(gvVersion(d.Object.GetAPIVersion()), d.JSON, d.Object.Object)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: LLMInferenceService %s: %w", d.Where(), qualified(d.Object), errs.ToAggregate())
 	}
@@ -227,7 +227,7 @@ func decodeService(d *Document) (*v1alpha2.LLMInferenceService, error) {
 
 func decodePreset(d *Document) (*preset.Preset, error) {
 	where := fmt.Sprintf("%s: LLMInferenceServiceConfig %s", d.Where(), qualified(d.Object))
-	cfg, errs := validation.DecodeConfig(gvVersion(d.Object.GetAPIVersion()), d.JSON)
+	cfg, errs := validation.DecodeConfigObject(gvVersion(d.Object.GetAPIVersion()), d.JSON, d.Object.Object)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 	}

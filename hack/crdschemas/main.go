@@ -1,8 +1,10 @@
-// Command crdschemas writes api/crds/serving-schemas.json: the OpenAPI
+// Command crdschemas writes api/crds/schemas/KIND.VERSION.json: the OpenAPI
 // schema of every served version of the serving.kserve.io CRDs, without
-// descriptions, for api/validation to check objects against offline
-// without parsing the CRDs' YAML on every start. `make generate` runs it
-// after writing the CRDs, and `make verify` fails when it drifts:
+// descriptions, one compact JSON file each, for api/validation to check
+// objects against offline without parsing the CRDs' YAML on every start
+// (and, one file per version, without reading the versions it does not
+// need). `make generate` runs it after writing the CRDs, and `make verify`
+// fails when it drifts:
 //
 //	go run ./hack/crdschemas
 //
@@ -48,7 +50,13 @@ func main() {
 }
 
 func run(dir string) error {
-	out := map[string]map[string]any{}
+	out := filepath.Join(dir, "schemas")
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
 	for kind, file := range crds {
 		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
@@ -68,19 +76,21 @@ func run(dir string) error {
 		if err := yaml.Unmarshal(data, &crd); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		out[kind] = map[string]any{}
 		for _, v := range crd.Spec.Versions {
-			if v.Served {
-				stripDescriptions(v.Schema.OpenAPIV3Schema)
-				out[kind][v.Name] = v.Schema.OpenAPIV3Schema
+			if !v.Served {
+				continue
+			}
+			stripDescriptions(v.Schema.OpenAPIV3Schema)
+			js, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, kind+"."+v.Name+".json"), append(js, '\n'), 0o644); err != nil {
+				return err
 			}
 		}
 	}
-	js, err := json.MarshalIndent(out, "", " ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "serving-schemas.json"), append(js, '\n'), 0o644)
+	return nil
 }
 
 // slim rewrites the CRD in file without the descriptions of its versions'
