@@ -32,8 +32,8 @@ type KServeExtensions struct {
 	// +optional
 	Runtime *string `json:"runtime,omitempty"`
 
-	// TrustRemoteCode lets the runtime run code bundled with the model.
-	// Accepted and kept, not acted on: render and the webhook warn.
+	// TrustRemoteCode lets the runtime run code bundled with the model:
+	// vLLM gets --trust-remote-code.
 	// +optional
 	TrustRemoteCode bool `json:"trustRemoteCode,omitempty"`
 }
@@ -187,9 +187,9 @@ type SchedulerExtensions struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// Config is the endpoint picker's configuration, inline or from a
-	// ConfigMap key. Accepted and kept, not acted on: render and the
-	// webhook warn.
+	// Config is the endpoint picker's configuration: inline, it replaces
+	// the preset's --config-text; a ConfigMap key (ref) is accepted and
+	// not acted on (render and the webhook warn).
 	// +optional
 	Config *SchedulerConfigSpec `json:"config,omitempty"`
 

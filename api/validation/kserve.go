@@ -140,16 +140,13 @@ func Unimplemented(spec *v1alpha2.LLMInferenceServiceSpec) []string {
 	if spec.Runtime != nil {
 		warn("runtime", "the presets' image serves the model, not the ServingRuntime's")
 	}
-	if spec.TrustRemoteCode {
-		warn("trustRemoteCode", "add --trust-remote-code to the main container's args or VLLM_ADDITIONAL_ARGS yourself")
-	}
 	if r := spec.Router; r != nil {
 		if r.Route != nil && (r.Route.Group != nil || r.Route.Weight != nil) {
 			warn("router.route.group", "no routing group is formed; the route sends all of the service's traffic to it")
 		}
 		if s := r.Scheduler; s != nil {
-			if s.Config != nil {
-				warn("router.scheduler.config", "the endpoint picker runs the config-llm-scheduler preset's configuration")
+			if s.Config != nil && s.Config.Ref != nil && s.Config.Inline == nil {
+				warn("router.scheduler.config.ref", "the endpoint picker runs the config-llm-scheduler preset's configuration; give it inline instead")
 			}
 			if s.Tokenizer != nil {
 				warn("router.scheduler.tokenizer", "no standalone tokenizer is deployed")

@@ -28,6 +28,7 @@ const (
 	speculatorVolume      = "kserve-speculator"
 	speculativeConfig     = "--speculative-config"
 	kvTransferConfig      = "--kv-transfer-config"
+	trustRemoteCode       = "--trust-remote-code"
 )
 
 // The OpenTelemetry variables spec.tracing sets, and KServe's defaults.
@@ -37,13 +38,18 @@ const (
 	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 	envTracesExporter = "OTEL_TRACES_EXPORTER"
 	envServiceName    = "OTEL_SERVICE_NAME"
+	envResource       = "OTEL_RESOURCE_ATTRIBUTES"
+	envResourceNode   = "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME"
+	envResourcePod    = "OTEL_RESOURCE_ATTRIBUTES_POD_NAME"
 
 	DefaultTracingEndpoint = "http://otel-collector:4317"
 	DefaultTracingSampler  = "parentbased_traceidratio"
 	DefaultTracingArg      = "0.05"
 	DefaultTracingExporter = "otlp"
-	// SchedulerTracingName is the endpoint picker's OTEL_SERVICE_NAME.
+	// SchedulerTracingName is the endpoint picker's OTEL_SERVICE_NAME;
+	// ServerTracingName, with -decode or -prefill, the model servers'.
 	SchedulerTracingName = "inference-scheduler"
+	ServerTracingName    = "inference-server"
 )
 
 // storageInitializerOff reports whether spec.storageInitializer.enabled is
@@ -243,42 +249,144 @@ func KVCacheConflicts(spec *v1alpha2.LLMInferenceServiceSpec) []string {
 	return out
 }
 
-// tracingEnv is the OpenTelemetry environment of a component named name,
-// from t (spec.tracing) with KServe's defaults; nil when t is.
-func tracingEnv(t *v1alpha2.TracingSpec, name string) []corev1.EnvVar {
-	if t == nil {
-		return nil
+// tracing resolves spec.tracing with KServe's defaults (its
+// config-llm-tracing preset), then replaces the endpoint picker's values
+// with the ones spec.router.scheduler.tracing sets, when forScheduler; nil
+// when tracing is off for the component.
+func (b *builder) tracing(forScheduler bool) *resolvedTracing {
+	t := b.spec.Tracing
+	var st *v1alpha2.SchedulerTracingSpec
+	if forScheduler && b.spec.Router != nil && b.spec.Router.Scheduler != nil {
+		st = b.spec.Router.Scheduler.Tracing
 	}
-	return []corev1.EnvVar{
-		{Name: envOTLPEndpoint, Value: or(t.ExporterEndpoint, DefaultTracingEndpoint)},
-		{Name: envTracesSampler, Value: or(t.Sampler, DefaultTracingSampler)},
-		{Name: envSamplerArg, Value: or(t.SamplerArg, DefaultTracingArg)},
-		{Name: envTracesExporter, Value: or(t.Exporter, DefaultTracingExporter)},
-		{Name: envServiceName, Value: name},
-	}
-}
-
-// schedulerTracingEnv is the endpoint picker's: spec.tracing's, each value
-// replaced by spec.router.scheduler.tracing's when that sets it, and on
-// when either is present.
-func (b *builder) schedulerTracingEnv(s *v1alpha2.SchedulerSpec) []corev1.EnvVar {
-	st, t := s.Tracing, b.spec.Tracing
 	if t == nil && st == nil {
 		return nil
 	}
 	if t == nil {
 		t = &v1alpha2.TracingSpec{}
 	}
-	env := tracingEnv(t, SchedulerTracingName)
-	if st == nil {
-		return env
+	r := &resolvedTracing{
+		endpoint: or(t.ExporterEndpoint, DefaultTracingEndpoint), exporter: or(t.Exporter, DefaultTracingExporter),
+		sampler: or(t.Sampler, DefaultTracingSampler), samplerArg: or(t.SamplerArg, DefaultTracingArg),
+		serviceName: SchedulerTracingName,
 	}
-	for i, v := range []*string{st.OtelExporterEndpoint, st.TracesSampler, st.TracesSamplerArg, st.TracesExporter, st.ServiceName} {
-		if v != nil {
-			env[i].Value = *v
+	if st != nil {
+		for _, o := range []struct {
+			dst *string
+			v   *string
+		}{{&r.endpoint, st.OtelExporterEndpoint}, {&r.exporter, st.TracesExporter}, {&r.sampler, st.TracesSampler},
+			{&r.samplerArg, st.TracesSamplerArg}, {&r.serviceName, st.ServiceName}} {
+			if o.v != nil {
+				*o.dst = *o.v
+			}
 		}
 	}
-	return env
+	return r
+}
+
+type resolvedTracing struct{ endpoint, exporter, sampler, samplerArg, serviceName string }
+
+// env is the OpenTelemetry environment of a component called name, in
+// KServe's order: the service name, the exporter and sampler, then the
+// resource attributes (namespace, node, pod and service) from the downward
+// API.
+func (r *resolvedTracing) env(name, namespace, service string) []corev1.EnvVar {
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	return []corev1.EnvVar{
+		{Name: envServiceName, Value: name},
+		{Name: envOTLPEndpoint, Value: r.endpoint},
+		{Name: envTracesExporter, Value: r.exporter},
+		{Name: envTracesSampler, Value: r.sampler},
+		{Name: envSamplerArg, Value: r.samplerArg},
+		{Name: envResourceNode, ValueFrom: field("spec.nodeName")},
+		{Name: envResourcePod, ValueFrom: field("metadata.name")},
+		{Name: envResource, Value: "k8s.namespace.name=" + namespace + ",k8s.node.name=$(" + envResourceNode +
+			"),k8s.pod.name=$(" + envResourcePod + "),llmisvc.name=" + service},
+	}
+}
+
+// addServerTracing turns tracing on in a serving pod's main container as
+// KServe does: vLLM's --otlp-traces-endpoint and --collect-detailed-traces
+// all (unless its args have them) and the environment, with the service
+// name inference-server-decode (single and decode pods) or
+// inference-server-prefill. An empty endpoint leaves the pod alone.
+func (b *builder) addServerTracing(pod *corev1.PodSpec, role string) {
+	r := b.tracing(false)
+	main := containerIndex(pod.Containers, MainContainer)
+	if r == nil || r.endpoint == "" || main < 0 {
+		return
+	}
+	c := &pod.Containers[main]
+	if !hasArg(c.Args, "--otlp-traces-endpoint") {
+		c.Args = append(c.Args, "--otlp-traces-endpoint", r.endpoint)
+	}
+	if !hasArg(c.Args, "--collect-detailed-traces") {
+		c.Args = append(c.Args, "--collect-detailed-traces", "all")
+	}
+	suffix := "-decode"
+	if role == "prefill" {
+		suffix = "-prefill"
+	}
+	addEnv(c, r.env(ServerTracingName+suffix, b.svc.Namespace, b.svc.Name))
+}
+
+// addSchedulerTracing turns tracing on in the endpoint picker's main
+// container: --tracing=true (unless its args set --tracing) and the
+// environment, named inference-scheduler.
+func (b *builder) addSchedulerTracing(pod *corev1.PodSpec) {
+	r := b.tracing(true)
+	main := containerIndex(pod.Containers, MainContainer)
+	if r == nil || main < 0 {
+		return
+	}
+	c := &pod.Containers[main]
+	if !hasArg(c.Args, "--tracing") && !hasArg(c.Args, "-tracing") {
+		c.Args = append(c.Args, "--tracing=true")
+	}
+	addEnv(c, r.env(r.serviceName, b.svc.Namespace, b.svc.Name))
+}
+
+// addTrustRemoteCode passes vLLM --trust-remote-code when
+// spec.trustRemoteCode is true and main does not pass it already.
+func (b *builder) addTrustRemoteCode(pod *corev1.PodSpec) {
+	main := containerIndex(pod.Containers, MainContainer)
+	if !b.spec.TrustRemoteCode || main < 0 || passesFlag(&pod.Containers[main], trustRemoteCode) {
+		return
+	}
+	pod.Containers[main].Args = append(pod.Containers[main].Args, trustRemoteCode)
+}
+
+// setSchedulerConfig gives the endpoint picker spec.router.scheduler.config
+// .inline as its --config-text, as KServe does, in place of the preset's
+// profile; a container that reads --config-file keeps it.
+func setSchedulerConfig(s *v1alpha2.SchedulerSpec, pod *corev1.PodSpec) {
+	main := containerIndex(pod.Containers, MainContainer)
+	if s.Config == nil || s.Config.Inline == nil || len(s.Config.Inline.Raw) == 0 || main < 0 {
+		return
+	}
+	c := &pod.Containers[main]
+	text := string(s.Config.Inline.Raw)
+	for i, a := range c.Args {
+		switch {
+		case a == "--config-text" && i+1 < len(c.Args):
+			c.Args[i+1] = text
+			return
+		case strings.HasPrefix(a, "--config-text="):
+			c.Args[i] = "--config-text=" + text
+			return
+		}
+	}
+	if hasArg(c.Args, "--config-file") || hasArg(c.Args, "-config-file") {
+		return
+	}
+	c.Args = append(c.Args, "--config-text", text)
+}
+
+// hasArg reports whether args hold flag, as "flag" or "flag=value".
+func hasArg(args []string, flag string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
 }
 
 func or(p *string, def string) string {
@@ -288,27 +396,14 @@ func or(p *string, def string) string {
 	return def
 }
 
-// addEnv sets each variable on the container named name that does not set
-// it already: what the pod template says wins.
-func addEnv(pod *corev1.PodSpec, name string, env []corev1.EnvVar) {
-	i := containerIndex(pod.Containers, name)
-	if i < 0 {
-		return
-	}
+// addEnv sets each variable on c that c does not set already: what the pod
+// template says wins.
+func addEnv(c *corev1.Container, env []corev1.EnvVar) {
 	for _, e := range env {
-		if !hasEnv(&pod.Containers[i], e.Name) {
-			pod.Containers[i].Env = append(pod.Containers[i].Env, e)
+		if !hasEnv(c, e.Name) {
+			c.Env = append(c.Env, e)
 		}
 	}
-}
-
-// tracingName is the OTEL_SERVICE_NAME of a workload's model servers: the
-// service's name, with -decode or -prefill when prefill is split off.
-func (b *builder) tracingName(role string) string {
-	if role == "both" {
-		return b.svc.Name
-	}
-	return b.svc.Name + "-" + role
 }
 
 // deploymentStrategy is the rolling update spec.rolloutStrategy asks for;

@@ -63,7 +63,8 @@ func (b *builder) scheduler() error {
 	if s.Replicas != nil {
 		replicas = *s.Replicas
 	}
-	addEnv(pod, MainContainer, b.schedulerTracingEnv(s))
+	setSchedulerConfig(s, pod)
+	b.addSchedulerTracing(pod)
 	podLabels, podAnnotations := schedulerPodMeta(s, b.labels(ComponentScheduler))
 	b.add(&appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},

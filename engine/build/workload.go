@@ -190,7 +190,8 @@ func (b *builder) servingPod(tmpl *corev1.PodSpec, w *v1alpha2.WorkloadSpec, rol
 	if err := b.addKVCache(pod, w); err != nil {
 		return nil, err
 	}
-	addEnv(pod, MainContainer, tracingEnv(b.spec.Tracing, b.tracingName(role)))
+	b.addTrustRemoteCode(pod)
+	b.addServerTracing(pod, role)
 	for i := range pod.InitContainers {
 		c := &pod.InitContainers[i]
 		if c.Name == RoutingSidecar && !hasEnv(c, "INFERENCE_POOL_NAME") {

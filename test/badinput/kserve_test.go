@@ -27,10 +27,7 @@ const kserveExtensions = "../../api/v1alpha1/testdata/kserve-extensions.yaml"
 
 // unimplementedFields are the fields of kserveExtensions that are accepted
 // and not acted on: each must be named by a warning.
-var unimplementedFields = []string{
-	"spec.runtime", "spec.trustRemoteCode", "spec.router.route.group",
-	"spec.router.scheduler.config", "spec.router.scheduler.tokenizer",
-}
+var unimplementedFields = []string{"spec.runtime", "spec.router.route.group", "spec.router.scheduler.tokenizer"}
 
 // TestKServeExtensionsAccepted sends the KServe-style service, as v1alpha1
 // and as v1alpha2, through every strict path: render must render it (the
@@ -64,7 +61,8 @@ func TestKServeExtensionsAccepted(t *testing.T) {
 				t.Fatalf("render exited %d:\n%s", code, stderr)
 			}
 			for _, want := range []string{"--speculative-config", "speculator-initializer", "--kv-transfer-config",
-				"TieringOffloadingSpec", "kv-cache-secondary-2", "OTEL_SERVICE_NAME", "maxSurge: 25%"} {
+				"TieringOffloadingSpec", "kv-cache-secondary-2", "--otlp-traces-endpoint", "--tracing=true", "OTEL_SERVICE_NAME",
+				"maxSurge: 25%", "--trust-remote-code", `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"EndpointPickerConfig","plugins":[{"type":"queue-scorer"}]}`} {
 				if !strings.Contains(stdout, want) {
 					t.Errorf("render: the children lack %q", want)
 				}
