@@ -235,7 +235,9 @@ func number(v any) (float64, bool) {
 func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceService, u *unstructured.Unstructured, k kind) (bool, error) {
 	live := k.newObject()
 	key := client.ObjectKeyFromObject(u)
-	err := r.client.Get(ctx, key, live)
+	// While the kind's cache is behind (freshness), the API server says
+	// what is live: a child written since is not applied again.
+	err := r.reader(k.gvk).Get(ctx, key, live)
 	switch {
 	case err == nil:
 		if !controls(svc, live, k) {

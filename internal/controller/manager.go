@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
+	opts.fresh = newFreshness(scheme)
 	mgr, err := NewManager(cfg, opts)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	cacheOpts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		NewInformer:      newInformer,
+		NewInformer:      opts.fresh.newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Secrets are many and sensitive: only ours (serving
 			// certificates and the CA carry managed-by).

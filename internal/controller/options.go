@@ -80,6 +80,9 @@ type Options struct {
 	// ca is the self-signed CA shared by the reconciler and the webhook's
 	// certificate; Run sets it.
 	ca *certs.Authority
+	// fresh tracks which kinds' caches are behind the API server, shared
+	// by the manager's cache and the reconciler; Run sets it.
+	fresh *freshness
 }
 
 // Defaults of the options that have one.

@@ -56,6 +56,9 @@ import (
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
+	// fresh says which kinds to read from apiReader rather than the cache:
+	// those whose cache is behind after a watch broke.
+	fresh     *freshness
 	scheme    *runtime.Scheme
 	opts      Options
 	images    map[string]string
@@ -109,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	svc := &v1alpha2.LLMInferenceService{}
-	if err := r.client.Get(ctx, req.NamespacedName, svc); err != nil {
+	if err := r.readerFor(svc).Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			phases.forget(req.String())
 			return ctrl.Result{}, nil

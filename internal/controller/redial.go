@@ -32,8 +32,13 @@ import (
 // relist after the restart comes after the reflector's first, short one.
 // Other errors go to the reflector as before (429s included: the server
 // says when to come back).
+//
+// redial also tells its informer's freshness (freshness.go) what the
+// list-watch went through: a watch that ended early or failed, a relist.
 type redial struct {
 	lw toolscache.ListerWatcherWithContext
+	// state is the informer's freshness; nil when nobody asks.
+	state *informerState
 }
 
 // redialMin and redialMax bound the wait between two attempts while the
@@ -45,17 +50,38 @@ const (
 )
 
 // newInformer is the caches' informer constructor: client-go's, with
-// redial around the list-watch.
+// redial around the list-watch. The manager's cache uses
+// freshness.newInformer, which also tracks the informers' freshness.
 func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	return toolscache.NewSharedIndexInformer(redial{lw: toolscache.ToListerWatcherWithContext(lw)}, obj, resync, indexers)
 }
 
 func (r redial) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return retryRefused(ctx, func() (runtime.Object, error) { return r.lw.ListWithContext(ctx, opts) })
+	out, err := retryRefused(ctx, func() (runtime.Object, error) {
+		out, err := r.lw.ListWithContext(ctx, opts)
+		if err != nil {
+			r.state.broken()
+		}
+		return out, err
+	})
+	if err == nil {
+		r.state.listed()
+	}
+	return out, err
 }
 
 func (r redial) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return retryRefused(ctx, func() (watch.Interface, error) { return r.lw.WatchWithContext(ctx, opts) })
+	w, err := retryRefused(ctx, func() (watch.Interface, error) {
+		w, err := r.lw.WatchWithContext(ctx, opts)
+		if err != nil {
+			r.state.broken()
+		}
+		return w, err
+	})
+	if err != nil || r.state == nil {
+		return w, err
+	}
+	return r.state.watching(w, opts), nil
 }
 
 // List and Watch make redial a toolscache.ListerWatcher; the reflector

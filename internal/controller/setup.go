@@ -54,7 +54,7 @@ func Setup(mgr manager.Manager, opts Options) error {
 		return err
 	}
 	r := &Reconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), scheme: mgr.GetScheme(), opts: opts, images: images,
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), fresh: opts.fresh, scheme: mgr.GetScheme(), opts: opts, images: images,
 		presets:  &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin, byID: map[string]cachedPreset{}},
 		kinds:    newAvailability(),
 		requeue:  make(chan event.GenericEvent, 1024),

@@ -3,9 +3,12 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,9 +152,18 @@ func (e *env) childrenAre(svc *v1alpha2.LLMInferenceService, live []liveChild) e
 // Everything converges: each remaining service has exactly the children
 // the engine renders, the deleted one leaves nothing the garbage collector
 // would not take (envtest runs none: its cluster-scoped binding is gone and
-// every namespaced child is controlled by its UID), and steady state sends
-// no writes. The test has a control plane of its own, since it stops the
-// API server.
+// every namespaced child is controlled by its UID), and from convergence
+// on, steady state sends no writes.
+//
+// After a restart the informers catch up one by one: a CRD's watch is
+// answered 429 while the new server fills its watch cache, then 410
+// Expired, and the reflector relists after its back-off. The test makes
+// the InferencePools' informer the last, always: their watches are
+// answered 429 for watchLagFor after the restart, well past convergence.
+// Without freshness.go the controller re-sent the pools' applies on every
+// reconcile until that informer relisted (1 run in 3 before, when the lag
+// came by chance). The test has a control plane of its own, since it stops
+// the API server.
 func TestFaultAPIServerRestart(t *testing.T) {
 	plane := testenv.StartControlPlane(t, controlplane.Options{Restartable: true})
 	ctx := context.Background()
@@ -165,6 +177,8 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
 		SyncPeriod: time.Second,
 	}
+	lag := &watchLag{path: "/apis/inference.networking.k8s.io/v1/namespaces/" + e.ns + "/inferencepools"}
+	e.wrap = lag.wrap
 	e.run()
 
 	var names []string
@@ -190,6 +204,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 	stopped, writesWhenStopped := time.Now(), e.rec.Count()
 	time.Sleep(3 * time.Second)
+	lag.arm(watchLagFor)
 	if err := plane.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
@@ -231,34 +246,65 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	}
 
 	converged := time.Now()
-	// The children are right on the server now, but an informer whose
-	// relist after the restart is still waiting out its back-off holds the
-	// old state, and the controller re-sends those writes until it catches
-	// up. Catching up must take seconds, not the reflector's 30 s or more
-	// (what redial.go is for): wait for writes to stop, then check that
-	// they stay stopped.
-	settled := e.writesStop(20 * time.Second)
-	t.Logf("converged and Ready %v after the restart; writes stopped %v after that",
-		converged.Sub(restarted).Round(time.Millisecond), settled.Sub(converged).Round(time.Millisecond))
+	// The InferencePools' watch is still answered 429 and their cache
+	// still lacks the pools created since the restart: the controller must
+	// read them from the API server (freshness.go) rather than apply them
+	// again. Steady state starts at convergence.
+	if lag.count() == 0 {
+		t.Error("no InferencePool watch was answered 429; the test did not make the cache lag")
+	}
+	t.Logf("converged and Ready %v after the restart; %d InferencePool watches answered 429",
+		converged.Sub(restarted).Round(time.Millisecond), lag.count())
 	e.assertSteadyState()
 }
 
-// writesStop waits until the controller sends no write for two seconds,
-// for at most limit, and returns when they stopped.
-func (e *env) writesStop(limit time.Duration) time.Time {
-	e.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		last := time.Now()
-		before := e.rec.Count()
-		time.Sleep(2 * time.Second)
-		if e.rec.Count() == before {
-			return last
+// watchLagFor is how long after the restart the API server answers the
+// controller's watches of the test namespace's InferencePools with 429s.
+const watchLagFor = 12 * time.Second
+
+// watchLag answers the watch requests of one collection with 429 Too Many
+// Requests and Retry-After: 1, until a deadline: what kube-apiserver answers
+// while its watch cache of a resource is initializing, which for a CRD's
+// resource takes seconds after a restart. Lists go through.
+type watchLag struct {
+	path     string
+	mu       sync.Mutex
+	until    time.Time
+	answered int
+}
+
+// arm starts answering 429 for d from now.
+func (l *watchLag) arm(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.until = time.Now().Add(d)
+}
+
+// count is how many watches were answered 429.
+func (l *watchLag) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.answered
+}
+
+func (l *watchLag) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		lag := req.Method == http.MethodGet && req.URL.Path == l.path && req.URL.Query().Get("watch") == "true" && time.Now().Before(l.until)
+		if lag {
+			l.answered++
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the controller still writes %v after the children converged: %v", limit, e.rec.Since(before))
+		l.mu.Unlock()
+		if !lag {
+			return next.RoundTrip(req)
 		}
-	}
+		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","code":429}`
+		return &http.Response{
+			StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Request: req,
+			Header: http.Header{"Content-Type": []string{"application/json"}, "Retry-After": []string{"1"}},
+			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+		}, nil
+	})
 }
 
 // decode reads a YAML service into the env's namespace without creating it.
