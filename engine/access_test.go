@@ -13,9 +13,11 @@ import (
 )
 
 // The model-user Role and the tiers' RoleBindings are children like the
-// others: RoleModelAccess, wave 0. A bad annotation builds none of them
-// and says why in Result.Access, and the rest of the service still
-// renders; without tiers (MaaS off) the annotation is ignored.
+// others: RoleModelAccess, wave 0. Bad input fails closed and says why in
+// Result.Access: a malformed annotation, or one naming only unknown tiers,
+// builds none of them; an unknown name among known ones gets no binding
+// while the known ones do. The rest of the service still renders; without
+// tiers (MaaS off) the annotation is ignored.
 func TestModelAccess(t *testing.T) {
 	tiers, err := tier.Parse("- {name: free, level: 0}\n- {name: premium, level: 1}", "")
 	if err != nil {
@@ -37,8 +39,10 @@ func TestModelAccess(t *testing.T) {
 		"not published":  {tiers: tiers},
 		"MaaS off":       {annotation: `["premium"]`},
 		"stopped":        {annotation: `["premium"]`, tiers: tiers, stop: true},
-		"unknown tier":   {annotation: `["gold"]`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold"`},
+		"unknown tier":   {annotation: `["gold"]`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: "[\"gold\"]" names unknown tier "gold"`},
 		"malformed list": {annotation: `premium`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`},
+		"unknown among known": {annotation: `["gold","premium"]`, tiers: tiers, err: `names unknown tier "gold"`,
+			want: []string{"0 model-access Role sim-model-user", "0 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
 	}
 	images := testImages(t)
 	for name, tc := range tests {

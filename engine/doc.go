@@ -25,6 +25,7 @@
 // post on itself) and a RoleBinding per allowed tier to the ServiceAccount
 // group of the tier's namespace (build.ModelAccess). They are applied,
 // owned and pruned like every child. A bad annotation does not fail the
-// render: Result.Access.Err says why, and no access object is built, so
-// the caller keeps what it had rather than apply half of it.
+// render, and fails closed (tier.Config.Grant): a malformed one binds no
+// tier, an unknown tier name gets no binding; Result.Access.Err says why.
+// What was bound before and is no longer granted is pruned.
 package engine

@@ -23,8 +23,9 @@ type Result struct {
 	// Children say what each object is: Children[i] is Objects[i]'s.
 	Children []Child
 	// Access says which MaaS tiers may call the service (Options.Tiers),
-	// or why the tiers annotation could not be used; the access objects
-	// (RoleModelAccess) are then not among Objects.
+	// and what is wrong with the tiers annotation: the access objects
+	// (RoleModelAccess) are built for the tiers it grants only, none when
+	// it is malformed.
 	Access build.Access
 	// Autoscalers are the actuators the scaling specs ask for, one per
 	// scaled workload, each with the workload it scales; one whose API is

@@ -25,9 +25,12 @@ type Access struct {
 	Published bool
 	// Tiers are the tiers bound, in the tier list's order.
 	Tiers []string
-	// Err says why the annotation could not be used (malformed, or naming
-	// a tier that is not in the list). No access object was built; the
-	// caller decides what becomes of those already there.
+	// Unknown are the names of the annotation that the tier list lacks:
+	// they got no RoleBinding.
+	Unknown []string
+	// Err says what is wrong with the annotation (tier.Grant): it is not
+	// a JSON list of names (nothing was built), or it names Unknown tiers
+	// (the others were bound).
 	Err error
 }
 
@@ -46,14 +49,18 @@ func ModelAccessBinding(svc *v1alpha2.LLMInferenceService, tierName string) stri
 // llminferenceservice, and a RoleBinding of it to the ServiceAccount group
 // of each tier's namespace, whose members are the tokens minted for the
 // tier. The gateway authorizes an inference call with a
-// SubjectAccessReview of exactly that. An unpublished service gets none.
+// SubjectAccessReview of exactly that. The tiers are those the annotation
+// grants (tier.Config.Grant, which the MaaS API server's models follow
+// too); a service that grants no tier, unpublished or with a bad
+// annotation, gets neither Role nor RoleBinding.
 func ModelAccess(svc *v1alpha2.LLMInferenceService, tiers *tier.Config) ([]Object, Access) {
-	published, ok, err := tiers.Published(svc.Annotations)
-	if !ok {
+	grant := tiers.Grant(tier.ReadAnnotation(svc.Annotations))
+	if !grant.Published {
 		return nil, Access{}
 	}
-	if err != nil {
-		return nil, Access{Published: true, Err: err}
+	access := Access{Published: true, Tiers: grant.Names(), Unknown: grant.Unknown, Err: grant.Err}
+	if len(grant.Tiers) == 0 {
+		return nil, access
 	}
 	b := &builder{svc: svc}
 	role := ModelAccessRole(svc)
@@ -65,18 +72,21 @@ func ModelAccess(svc *v1alpha2.LLMInferenceService, tiers *tier.Config) ([]Objec
 			ResourceNames: []string{svc.Name}, Verbs: []string{VerbPost},
 		}},
 	}}
-	access := Access{Published: true, Tiers: make([]string, 0, len(published))}
-	for _, t := range published {
+	for _, t := range grant.Tiers {
 		out = append(out, &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
 			ObjectMeta: b.meta(ModelAccessBinding(svc, t.Name), ComponentModelAccess),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: tiers.ServiceAccountGroup(t.Name)}},
 		})
-		access.Tiers = append(access.Tiers, t.Name)
 	}
 	return out, access
 }
 
 // String says which tiers a service is bound to, for a condition message.
-func (a Access) String() string { return fmt.Sprintf("tiers %v may call it", a.Tiers) }
+func (a Access) String() string {
+	if len(a.Tiers) == 0 {
+		return "no tier may call it"
+	}
+	return fmt.Sprintf("tiers %v may call it", a.Tiers)
+}

@@ -10,7 +10,9 @@
 //     caller is in; the first listed on a tie (Config.Resolve);
 //   - which tiers a service is published to: the annotation
 //     alpha.maas.opendatahub.io/tiers, a JSON list of tier names where []
-//     is every tier (Config.Published).
+//     is every tier (ReadAnnotation), and what it grants under the tier
+//     list (Config.Grant): the one decision of both the RoleBindings and
+//     the models listed, failing closed on bad input.
 //
 // The engine builds each published service's model-user Role and its
 // tiers' RoleBindings from these; the MaaS API server resolves callers and

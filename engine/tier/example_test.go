@@ -18,11 +18,13 @@ func Example() {
 	t, _ := c.Resolve([]string{"system:authenticated", "premium-users"})
 	fmt.Println("tier:", t.Name, "namespace:", c.Namespace(t.Name))
 
-	published, _, _ := c.Published(map[string]string{tier.AnnotationTiers: `["premium"]`})
-	for _, p := range published {
+	grant := c.Grant(tier.ReadAnnotation(map[string]string{tier.AnnotationTiers: `["premium","gold"]`}))
+	for _, p := range grant.Tiers {
 		fmt.Println("bind", c.ServiceAccountGroup(p.Name))
 	}
+	fmt.Println(grant.Err)
 	// Output:
 	// tier: premium namespace: maas-default-gateway-tier-premium
 	// bind system:serviceaccounts:maas-default-gateway-tier-premium
+	// annotation alpha.maas.opendatahub.io/tiers: "[\"premium\",\"gold\"]" names unknown tier "gold"; the tiers are "free", "premium"
 }

@@ -137,55 +137,111 @@ func (c *Config) Resolve(groups []string) (Tier, bool) {
 	return c.Tiers[best], true
 }
 
-// ParseAnnotation reads the value of AnnotationTiers: a JSON list of
-// names. An empty list is every tier; the result is then empty but not
-// nil.
-func ParseAnnotation(value string) ([]string, error) {
-	var names []string
-	if err := json.Unmarshal([]byte(value), &names); err != nil || names == nil {
-		return nil, fmt.Errorf("annotation %s: %q is not a JSON list of tier names, e.g. [\"free\",\"premium\"] or [] for every tier", AnnotationTiers, value)
-	}
-	for i, n := range names {
-		if n == "" {
-			return nil, fmt.Errorf("annotation %s: item %d is an empty tier name", AnnotationTiers, i)
-		}
-	}
-	return names, nil
+// Annotation is a service's tiers annotation, read once. The engine reads
+// it to build a service's RoleBindings, the MaaS API server keeps it in its
+// model cache, and both ask Config.Grant what it grants: the two cannot
+// disagree on what a value means.
+type Annotation struct {
+	// Published is true when the service carries AnnotationTiers.
+	Published bool
+	// Value is the annotation's value as written.
+	Value string
+	// Names are the tier names the value lists, without repeats; empty,
+	// not nil, for [] (every tier).
+	Names []string
+	// Err, when set, says why the value is not a JSON list of tier
+	// names, naming the annotation and the value. Such a value grants
+	// nothing.
+	Err error
 }
 
-// Published returns the tiers a service with annotations is published to,
-// in the tier list's order, and whether it is published at all (it
-// carries AnnotationTiers). A malformed annotation or a name that is not a
-// tier is an error naming the annotation.
-func (c *Config) Published(annotations map[string]string) ([]Tier, bool, error) {
+// ReadAnnotation reads AnnotationTiers from a service's annotations.
+func ReadAnnotation(annotations map[string]string) Annotation {
 	value, ok := annotations[AnnotationTiers]
 	if !ok {
-		return nil, false, nil
+		return Annotation{}
 	}
-	names, err := ParseAnnotation(value)
-	if err != nil {
-		return nil, true, err
+	a := Annotation{Published: true, Value: value}
+	var names []string
+	if err := json.Unmarshal([]byte(value), &names); err != nil || names == nil {
+		a.Err = fmt.Errorf("annotation %s: %q is not a JSON list of tier names, e.g. [\"free\",\"premium\"] or [] for every tier", AnnotationTiers, value)
+		return a
 	}
-	if len(names) == 0 {
-		return slices.Clone(c.Tiers), true, nil
-	}
-	var unknown []string
-	for _, n := range names {
-		if _, ok := c.Lookup(n); !ok && !slices.Contains(unknown, n) {
-			unknown = append(unknown, n)
+	a.Names = make([]string, 0, len(names))
+	for i, n := range names {
+		if n == "" {
+			a.Names, a.Err = nil, fmt.Errorf("annotation %s: %q: item %d is an empty tier name", AnnotationTiers, value, i)
+			return a
+		}
+		if !slices.Contains(a.Names, n) {
+			a.Names = append(a.Names, n)
 		}
 	}
-	if len(unknown) > 0 {
-		return nil, true, fmt.Errorf("annotation %s: unknown tier %s; the tiers are %s", AnnotationTiers,
-			quoteAll(unknown), quoteAll(c.Names()))
+	return a
+}
+
+// Grant is what a tiers annotation grants under a tier list: which tiers'
+// tokens may call the service (the controller's RoleBindings) and which
+// tiers' users see it in models (the API server). Bad input fails closed:
+//   - a value that is not a JSON list of tier names grants nothing;
+//   - a name the list lacks grants nothing; the names the list has still
+//     grant their tiers. A tier taken out of the list must not take a
+//     service away from the other tiers that name it, and a misspelt name
+//     grants no one more than the annotation asked for.
+//
+// Err says which, naming the annotation and its value.
+type Grant struct {
+	// Published is true when the service carries AnnotationTiers.
+	Published bool
+	// Tiers may call the service, in the tier list's order.
+	Tiers []Tier
+	// All is true for [] (every tier, those added later too).
+	All bool
+	// Unknown are the names the list lacks, in the annotation's order.
+	Unknown []string
+	// Err is the annotation's Err, or names the Unknown tiers.
+	Err error
+}
+
+// Grant decides what a tiers annotation grants under c.
+func (c *Config) Grant(a Annotation) Grant {
+	g := Grant{Published: a.Published, Err: a.Err}
+	if !a.Published || a.Err != nil {
+		return g
 	}
-	var out []Tier
+	if len(a.Names) == 0 {
+		g.All, g.Tiers = true, slices.Clone(c.Tiers)
+		return g
+	}
 	for _, t := range c.Tiers {
-		if slices.Contains(names, t.Name) {
-			out = append(out, t)
+		if slices.Contains(a.Names, t.Name) {
+			g.Tiers = append(g.Tiers, t)
 		}
 	}
-	return out, true, nil
+	for _, n := range a.Names {
+		if _, ok := c.Lookup(n); !ok {
+			g.Unknown = append(g.Unknown, n)
+		}
+	}
+	if len(g.Unknown) > 0 {
+		g.Err = fmt.Errorf("annotation %s: %q names unknown tier %s; the tiers are %s", AnnotationTiers, a.Value,
+			quoteAll(g.Unknown), quoteAll(c.Names()))
+	}
+	return g
+}
+
+// Names are the names of the tiers granted, in the tier list's order.
+func (g Grant) Names() []string {
+	out := make([]string, len(g.Tiers))
+	for i, t := range g.Tiers {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Allows reports whether the tier named name is granted.
+func (g Grant) Allows(name string) bool {
+	return slices.ContainsFunc(g.Tiers, func(t Tier) bool { return t.Name == name })
 }
 
 func quoteAll(names []string) string {

@@ -1,10 +1,12 @@
 package tier_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 
@@ -104,40 +106,53 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestPublished(t *testing.T) {
+// TestGrant: what an annotation grants, the one decision of the
+// controller's RoleBindings and the API server's models. Bad input fails
+// closed: a malformed value grants nothing, an unknown name grants
+// nothing while the known names still grant their tiers.
+func TestGrant(t *testing.T) {
 	c := mustParse(t, odhTiers)
 	tests := map[string]struct {
 		annotations map[string]string
 		published   bool
+		all         bool
 		want        []string
+		unknown     []string
 		err         string
 	}{
 		"no annotation":       {annotations: map[string]string{"other": "x"}},
-		"every tier":          {annotations: map[string]string{tier.AnnotationTiers: "[]"}, published: true, want: []string{"free", "premium", "enterprise", "partner"}},
+		"every tier":          {annotations: map[string]string{tier.AnnotationTiers: "[]"}, published: true, all: true, want: []string{"free", "premium", "enterprise", "partner"}},
 		"in the config order": {annotations: map[string]string{tier.AnnotationTiers: `["premium","free","premium"]`}, published: true, want: []string{"free", "premium"}},
-		"unknown tier": {annotations: map[string]string{tier.AnnotationTiers: `["premium","gold","silver","gold"]`}, published: true,
-			err: `annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold", "silver"; the tiers are "free", "premium", "enterprise", "partner"`},
-		"malformed":  {annotations: map[string]string{tier.AnnotationTiers: "premium"}, published: true, err: `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`},
-		"null":       {annotations: map[string]string{tier.AnnotationTiers: "null"}, published: true, err: "is not a JSON list"},
-		"empty":      {annotations: map[string]string{tier.AnnotationTiers: ""}, published: true, err: "is not a JSON list"},
-		"not names":  {annotations: map[string]string{tier.AnnotationTiers: "[1]"}, published: true, err: "is not a JSON list"},
-		"empty name": {annotations: map[string]string{tier.AnnotationTiers: `["free",""]`}, published: true, err: "item 1 is an empty tier name"},
+		"unknown among known": {annotations: map[string]string{tier.AnnotationTiers: `["premium","gold","silver","gold"]`}, published: true,
+			want: []string{"premium"}, unknown: []string{"gold", "silver"},
+			err: `annotation alpha.maas.opendatahub.io/tiers: "[\"premium\",\"gold\",\"silver\",\"gold\"]" names unknown tier "gold", "silver"; the tiers are "free", "premium", "enterprise", "partner"`},
+		"only unknown": {annotations: map[string]string{tier.AnnotationTiers: `["gold"]`}, published: true, unknown: []string{"gold"}, err: `names unknown tier "gold"`},
+		"malformed":    {annotations: map[string]string{tier.AnnotationTiers: "premium"}, published: true, err: `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`},
+		"truncated":    {annotations: map[string]string{tier.AnnotationTiers: `["premium"`}, published: true, err: `"[\"premium\"" is not a JSON list`},
+		"null":         {annotations: map[string]string{tier.AnnotationTiers: "null"}, published: true, err: "is not a JSON list"},
+		"empty":        {annotations: map[string]string{tier.AnnotationTiers: ""}, published: true, err: "is not a JSON list"},
+		"not names":    {annotations: map[string]string{tier.AnnotationTiers: `["premium",1]`}, published: true, err: "is not a JSON list"},
+		"empty name":   {annotations: map[string]string{tier.AnnotationTiers: `["free",""]`}, published: true, err: `"[\"free\",\"\"]": item 1 is an empty tier name`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			tiers, published, err := c.Published(tc.annotations)
-			if published != tc.published {
-				t.Errorf("published = %v, want %v", published, tc.published)
+			g := c.Grant(tier.ReadAnnotation(tc.annotations))
+			if g.Published != tc.published || g.All != tc.all {
+				t.Errorf("published, all = %v, %v; want %v, %v", g.Published, g.All, tc.published, tc.all)
 			}
-			if golden.ErrorCase(t, err, tc.err) {
-				return
-			}
-			var names []string
-			for _, t := range tiers {
-				names = append(names, t.Name)
-			}
-			if d := cmp.Diff(tc.want, names); d != "" {
+			// A bad annotation still grants something (or nothing): check
+			// the grant whether or not an error is wanted.
+			golden.ErrorCase(t, g.Err, tc.err)
+			if d := cmp.Diff(tc.want, g.Names(), cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("tiers (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.unknown, g.Unknown); d != "" {
+				t.Errorf("unknown (-want +got):\n%s", d)
+			}
+			for _, tierName := range c.Names() {
+				if got, want := g.Allows(tierName), slices.Contains(tc.want, tierName); got != want {
+					t.Errorf("Allows(%s) = %v, want %v", tierName, got, want)
+				}
 			}
 		})
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -36,15 +35,13 @@ const (
 )
 
 // entry is what the model cache keeps of one LLMInferenceService: the Model
-// it publishes, ready to serve, and the parsed tier annotation.
+// it publishes, ready to serve, and its tiers annotation, read once. What
+// the annotation grants depends on the tier list of the moment, so it is
+// decided per request, by tier.Config.Grant as for the controller's
+// RoleBindings.
 type entry struct {
 	*modelv1alpha1.Model
-	published bool
-	allTiers  bool
-	// annotation is the tier annotation's value, and annotationErr why
-	// it could not be read.
-	annotation    string
-	annotationErr error
+	tiers tier.Annotation
 }
 
 // newEntry makes the cache entry of a service.
@@ -69,57 +66,35 @@ func newEntry(svc *v1alpha2.LLMInferenceService) *entry {
 	for _, a := range svc.Status.Addresses {
 		m.Status.Addresses = append(m.Status.Addresses, modelv1alpha1.ModelAddress{Name: a.Name, URL: a.URL})
 	}
-	e := &entry{Model: m}
-	value, ok := svc.Annotations[tier.AnnotationTiers]
-	if !ok {
-		return e
-	}
-	e.published, e.annotation = true, value
-	tiers, err := tier.ParseAnnotation(value)
-	if err != nil {
-		e.annotationErr = err
-		return e
-	}
-	m.Spec.Tiers = tiers
-	e.allTiers = len(tiers) == 0
+	e := &entry{Model: m, tiers: tier.ReadAnnotation(svc.Annotations)}
+	m.Spec.Tiers = e.tiers.Names
 	return e
 }
 
-// annotationError is the API error of a service whose tier annotation
-// cannot be read.
-func (e *entry) annotationError() error {
-	return apierrors.NewInvalid(groupKind("Model"), e.Namespace+"/"+e.Name, field.ErrorList{
-		field.Invalid(field.NewPath("metadata", "annotations").Key(tier.AnnotationTiers), e.annotation, e.annotationErr.Error()),
-	})
+// model is the Model as a caller sees it under grant: its spec.tiers are
+// the tiers granted, without the names the tier list lacks.
+func (e *entry) model(grant tier.Grant) *modelv1alpha1.Model {
+	if len(grant.Unknown) == 0 {
+		return e.Model
+	}
+	m := *e.Model // shallow: only spec.tiers changes
+	m.Spec.Tiers = grant.Names()
+	return &m
 }
 
-// unknownTiers lists the tiers of the annotation that the configuration
-// does not know.
-func (e *entry) unknownTiers(c *tierConfig) []string {
-	if c.err != nil {
-		return nil
-	}
-	var unknown []string
-	for _, t := range e.Spec.Tiers {
-		if _, ok := c.cfg.Lookup(t); !ok {
-			unknown = append(unknown, t)
-		}
-	}
-	return unknown
-}
-
-// tierIndexFunc indexes published services by the tiers that may use them.
+// tierIndexFunc indexes published services by the tier names their
+// annotation lists: the candidates of a tier, which Grant then decides on.
 func tierIndexFunc(obj any) ([]string, error) {
 	e, ok := obj.(*entry)
 	switch {
-	case !ok || !e.published:
+	case !ok || !e.tiers.Published:
 		return nil, nil
-	case e.annotationErr != nil:
+	case e.tiers.Err != nil:
 		return []string{indexBadTierList}, nil
-	case e.allTiers:
+	case len(e.tiers.Names) == 0:
 		return []string{indexAllTiers}, nil
 	}
-	return e.Spec.Tiers, nil
+	return e.tiers.Names, nil
 }
 
 // transform turns the informer's services into cache entries before they
@@ -169,27 +144,38 @@ func (m *modelCache) syncedCheck() healthz.HealthChecker {
 }
 
 // visible returns the entries of namespace ns (every namespace when empty)
-// that the tier named tierName may use, sorted by namespace and name.
-func (m *modelCache) visible(ns, tierName string) ([]*entry, error) {
-	var out []*entry
+// whose annotation grants the tier named tierName under cfg, each with its
+// grant, sorted by namespace and name.
+func (m *modelCache) visible(ns, tierName string, cfg *tier.Config) ([]granted, error) {
+	var out []granted
 	for _, key := range []string{tierName, indexAllTiers} {
 		objs, err := m.informer.GetIndexer().ByIndex(tierIndex, key)
 		if err != nil {
 			return nil, fmt.Errorf("model cache: %w", err)
 		}
 		for _, o := range objs {
-			if e := o.(*entry); ns == "" || e.Namespace == ns {
-				out = append(out, e)
+			e := o.(*entry)
+			if ns != "" && e.Namespace != ns {
+				continue
+			}
+			if g := cfg.Grant(e.tiers); g.Allows(tierName) {
+				out = append(out, granted{entry: e, grant: g})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b *entry) int {
+	slices.SortFunc(out, func(a, b granted) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out, nil
+}
+
+// granted is an entry with what its annotation grants.
+type granted struct {
+	*entry
+	grant tier.Grant
 }
 
 // unreadable returns the published entries of ns (every namespace when
@@ -235,9 +221,9 @@ func (*modelStorage) Destroy()                {}
 func (*modelStorage) NamespaceScoped() bool   { return true }
 func (*modelStorage) GetSingularName() string { return "model" }
 
-// caller is the tier of the request's user, with the configuration it
-// comes from, once the cache has synced.
-func (s *modelStorage) caller(ctx context.Context) (tier.Tier, *tierConfig, error) {
+// caller is the tier of the request's user, with the tier list it comes
+// from, once the cache has synced.
+func (s *modelStorage) caller(ctx context.Context) (tier.Tier, *tier.Config, error) {
 	if !s.cache.informer.HasSynced() {
 		return tier.Tier{}, nil, apierrors.NewServiceUnavailable("the cache of llminferenceservices has not synced yet")
 	}
@@ -246,30 +232,32 @@ func (s *modelStorage) caller(ctx context.Context) (tier.Tier, *tierConfig, erro
 		return tier.Tier{}, nil, apierrors.NewUnauthorized("no user in the request")
 	}
 	cfg := s.tiers.config()
-	t, err := s.tiers.userTier(u, "models")
-	return t, cfg, err
+	t, err := s.tiers.tierIn(cfg, u, "models")
+	return t, cfg.cfg, err
 }
 
 // Get returns one model the caller's tier may use; any other name is
 // NotFound, so that the caller learns nothing of services it may not use.
+// A service whose annotation is malformed is NotFound for every tier.
 func (s *modelStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	t, cfg, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
-	notFound := apierrors.NewNotFound(groupResource("models"), name)
 	e, ok := s.cache.get(ns, name)
-	switch {
-	case !ok || !e.published:
-		return nil, notFound
-	case e.annotationErr != nil:
-		return nil, e.annotationError()
-	case !e.allTiers && !slices.Contains(e.Spec.Tiers, t.Name):
-		return nil, notFound
+	if !ok || !e.tiers.Published {
+		return nil, apierrors.NewNotFound(groupResource("models"), name)
 	}
-	warnUnknownTiers(ctx, e, cfg)
-	return e.DeepCopy(), nil
+	g := cfg.Grant(e.tiers)
+	if !g.Allows(t.Name) {
+		if e.tiers.Err != nil {
+			warnNotPublished(ctx, e)
+		}
+		return nil, apierrors.NewNotFound(groupResource("models"), name)
+	}
+	warnUnknownTiers(ctx, e, g)
+	return e.model(g).DeepCopy(), nil
 }
 
 // List returns the models the caller's tier may use. Services whose tier
@@ -280,7 +268,7 @@ func (s *modelStorage) List(ctx context.Context, opts *metainternalversion.ListO
 		return nil, err
 	}
 	ns := genericapirequest.NamespaceValue(ctx)
-	entries, err := s.cache.visible(ns, t.Name)
+	entries, err := s.cache.visible(ns, t.Name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -296,20 +284,27 @@ func (s *modelStorage) List(ctx context.Context, opts *metainternalversion.ListO
 		if !label.Matches(labels.Set(e.Labels)) || !field.Matches(fields.Set{"metadata.name": e.Name, "metadata.namespace": e.Namespace}) {
 			continue
 		}
-		warnUnknownTiers(ctx, e, cfg)
+		warnUnknownTiers(ctx, e.entry, e.grant)
 		// A shallow copy: nothing downstream writes to the items.
-		list.Items = append(list.Items, *e.Model)
+		list.Items = append(list.Items, *e.model(e.grant))
 	}
 	for _, e := range s.cache.unreadable(ns) {
-		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s is not published: %v", e.Namespace, e.Name, e.annotationErr))
+		warnNotPublished(ctx, e)
 	}
 	return list, nil
 }
 
-func warnUnknownTiers(ctx context.Context, e *entry, cfg *tierConfig) {
-	if unknown := e.unknownTiers(cfg); len(unknown) > 0 {
-		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s: annotation %s names tiers that %s does not define: %s",
-			e.Namespace, e.Name, tier.AnnotationTiers, "the tier configuration", strings.Join(unknown, ", ")))
+// warnNotPublished warns of a service whose annotation is malformed: no
+// tier sees it.
+func warnNotPublished(ctx context.Context, e *entry) {
+	warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s is not published: %v", e.Namespace, e.Name, e.tiers.Err))
+}
+
+// warnUnknownTiers warns of the names of a service's annotation that the
+// tier list lacks: they grant nothing.
+func warnUnknownTiers(ctx context.Context, e *entry, g tier.Grant) {
+	if len(g.Unknown) > 0 {
+		warning.AddWarning(ctx, "", fmt.Sprintf("LLMInferenceService %s/%s: %v; only %v see it", e.Namespace, e.Name, g.Err, g.Names()))
 	}
 }
 

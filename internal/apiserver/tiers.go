@@ -129,7 +129,12 @@ func (s *tierSource) namespace(name string) string { return s.prefix + name }
 // userTier resolves the tier of the caller u, as an API error: 503 while
 // the tier configuration is unusable, 403 when no tier lists the caller.
 func (s *tierSource) userTier(u user.Info, resource string) (tier.Tier, error) {
-	t, err := s.config().resolve(u.GetGroups())
+	return s.tierIn(s.config(), u, resource)
+}
+
+// tierIn is userTier under the tier configuration c.
+func (s *tierSource) tierIn(c *tierConfig, u user.Info, resource string) (tier.Tier, error) {
+	t, err := c.resolve(u.GetGroups())
 	switch {
 	case errors.Is(err, errNoTier):
 		return tier.Tier{}, apierrors.NewForbidden(groupResource(resource), "",

@@ -116,7 +116,7 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 		"unknown tier": {
 			stdin: strings.Replace(maasService, "premium", "gold", 1) + "---\n" + maasTiers,
 			args:  []string{"render", "-f", "-"},
-			want:  `<stdin>:1: LLMInferenceService default/chat: annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold"; the tiers are "free", "premium"`,
+			want:  `<stdin>:1: LLMInferenceService default/chat: annotation alpha.maas.opendatahub.io/tiers: "[\"gold\"]" names unknown tier "gold"; the tiers are "free", "premium"`,
 		},
 		"missing file": {args: []string{"render", "-f", "does-not-exist.yaml"}, want: "read input: open does-not-exist.yaml"},
 	}

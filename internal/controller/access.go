@@ -2,35 +2,41 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/opendatahub-io/odh-serving/engine/build"
-	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 )
 
 // ConditionTiersBound says whether the Models-as-a-Service tiers a
 // published service names may call it: True when its model-user Role and
 // tier RoleBindings are applied, False when the tiers annotation or the
-// tier list is bad. It is not part of Ready: the model serves either way.
-// A service that is not published (or a controller without MaaS) has none.
+// tier list is bad. Bad input fails closed, as in the MaaS API server's
+// models (tier.Config.Grant): what it does not grant is unbound. It is not
+// part of Ready: the model serves either way. A service that is not
+// published (or a controller without MaaS) has none.
 const ConditionTiersBound = "TiersBound"
 
 // Reasons of ConditionTiersBound, and of the Warning event that goes with
 // the False ones.
 const (
-	ReasonTiersBound        = "Bound"
-	ReasonInvalidTiers      = "InvalidTiersAnnotation"
+	ReasonTiersBound = "Bound"
+	// ReasonInvalidTiers: the annotation is not a JSON list of tier
+	// names; no tier is bound.
+	ReasonInvalidTiers = "InvalidTiersAnnotation"
+	// ReasonUnknownTiers: the annotation names tiers the list lacks; they
+	// are not bound, the others are.
+	ReasonUnknownTiers = "UnknownTiers"
+	// ReasonInvalidTierConfig: the tier list is missing or bad; no tier is
+	// bound.
 	ReasonInvalidTierConfig = "InvalidTierConfig"
 )
 
@@ -52,13 +58,20 @@ type tierSource struct {
 	err             error
 }
 
-// config returns the tier list, or an error naming the ConfigMap and what
-// is wrong with it.
+// badTierConfig is why the tier list cannot be used: the ConfigMap is
+// missing, has no key tiers, or does not parse. Any other error reading it
+// is the cache's, and is retried.
+type badTierConfig struct{ error }
+
+func (e badTierConfig) Unwrap() error { return e.error }
+
+// config returns the tier list, a badTierConfig naming the ConfigMap and
+// what is wrong with it, or the error of reading it.
 func (s *tierSource) config(ctx context.Context) (*tier.Config, error) {
 	cm := &corev1.ConfigMap{}
 	if err := s.reader.Get(ctx, s.key, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the tier ConfigMap %s is not found", s.key)
+			return nil, badTierConfig{fmt.Errorf("the tier ConfigMap %s is not found", s.key)}
 		}
 		return nil, fmt.Errorf("get the tier ConfigMap %s: %w", s.key, err)
 	}
@@ -68,31 +81,36 @@ func (s *tierSource) config(ctx context.Context) (*tier.Config, error) {
 		s.resourceVersion = cm.ResourceVersion
 		data, ok := cm.Data[tier.ConfigMapKey]
 		if !ok {
-			s.parsed, s.err = nil, fmt.Errorf("the tier ConfigMap %s has no key %s", s.key, tier.ConfigMapKey)
+			s.parsed, s.err = nil, badTierConfig{fmt.Errorf("the tier ConfigMap %s has no key %s", s.key, tier.ConfigMapKey)}
 		} else if s.parsed, s.err = tier.Parse(data, s.prefix); s.err != nil {
-			s.err = fmt.Errorf("the tier ConfigMap %s: %w", s.key, s.err)
+			s.err = badTierConfig{fmt.Errorf("the tier ConfigMap %s: %w", s.key, s.err)}
 		}
 	}
 	return s.parsed, s.err
 }
 
 // tiersFor returns the tier list to render svc with: nil when MaaS is off
-// or the service is not published. A published service whose tier list
-// cannot be read gets the error as its access error.
-func (r *Reconciler) tiersFor(ctx context.Context, p *pass) *tier.Config {
+// or the service is not published. When the tier list is bad, it is nil
+// too, so that no tier is bound (the MaaS API server refuses every
+// request then), and the error becomes the service's access error.
+func (r *Reconciler) tiersFor(ctx context.Context, p *pass) (*tier.Config, error) {
 	if r.tiers == nil {
-		return nil
+		return nil, nil
 	}
 	if _, published := p.svc.Annotations[tier.AnnotationTiers]; !published {
-		return nil
+		return nil, nil
 	}
 	cfg, err := r.tiers.config(ctx)
-	if err != nil {
+	var bad badTierConfig
+	switch {
+	case errors.As(err, &bad):
 		p.accessErr = fmt.Errorf("annotation %s: no tier list to check it against: %w", tier.AnnotationTiers, err)
 		p.accessReason = ReasonInvalidTierConfig
-		return nil
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	return cfg
+	return cfg, nil
 }
 
 // access sets TiersBound from what the engine built, and records a
@@ -101,13 +119,16 @@ func (r *Reconciler) tiersFor(ctx context.Context, p *pass) *tier.Config {
 func (r *Reconciler) access(p *pass) {
 	if p.accessErr == nil && p.res.Access.Err != nil {
 		p.accessErr, p.accessReason = p.res.Access.Err, ReasonInvalidTiers
+		if len(p.res.Access.Unknown) > 0 {
+			p.accessReason = ReasonUnknownTiers
+		}
 	}
 	_, published := p.svc.Annotations[tier.AnnotationTiers]
 	switch {
 	case r.tiers == nil || !published || p.plan.Stopped:
 		p.conds.remove(ConditionTiersBound)
 	case p.accessErr != nil:
-		msg := p.accessErr.Error() + "; the tiers' access is left as it was until this is fixed"
+		msg := p.accessErr.Error() + "; " + p.res.Access.String()
 		var before metav1.Condition
 		if c := p.conds.get(ConditionTiersBound); c != nil {
 			before = *c // set changes it in place
@@ -119,33 +140,6 @@ func (r *Reconciler) access(p *pass) {
 	default:
 		p.conds.set(ConditionTiersBound, metav1.ConditionTrue, ReasonTiersBound, p.res.Access.String())
 	}
-}
-
-// keepAccess adds the service's live access objects to keep when this
-// pass could not work out its tiers: they stay as they were, neither
-// half-updated nor removed, until the annotation or tier list is fixed.
-func (r *Reconciler) keepAccess(ctx context.Context, p *pass, keep map[childID]bool) error {
-	if p.accessErr == nil {
-		return nil
-	}
-	for _, k := range []kind{{gvk: gvkRole}, {gvk: gvkRoleBinding}} {
-		list := k.newList()
-		err := r.client.List(ctx, list, client.InNamespace(p.svc.Namespace), client.MatchingFields{indexChildOf: p.svc.Name},
-			client.MatchingLabels{convention.LabelPartOf: convention.PartOf, convention.LabelName: p.svc.Name, convention.LabelComponent: build.ComponentModelAccess})
-		if err != nil {
-			return fmt.Errorf("list %s children of %s/%s: %w", k.gvk.Kind, p.svc.Namespace, p.svc.Name, err)
-		}
-		err = meta.EachListItem(list, func(o runtime.Object) error {
-			if obj, ok := o.(client.Object); ok {
-				keep[childID{gvk: k.gvk, name: obj.GetName()}] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // forTierConfig maps the tier ConfigMap to every published service.

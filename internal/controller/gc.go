@@ -32,9 +32,6 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 	for _, u := range p.children {
 		keep[childID{gvk: u.GroupVersionKind(), name: u.GetName()}] = true
 	}
-	if err := r.keepAccess(ctx, p, keep); err != nil {
-		return err
-	}
 	for _, k := range childKinds {
 		if !r.kinds.has(k) || (k.certManager && r.opts.CertMode != convention.CertManager) {
 			continue

@@ -98,9 +98,9 @@ type pass struct {
 	// settled is true when the pass reached a result for this generation,
 	// so observedGeneration may move on.
 	settled bool
-	// accessErr says why the service's MaaS tiers could not be worked out
-	// (accessReason: a bad annotation or tier list); its access objects
-	// are then kept as they were.
+	// accessErr says what is wrong with the service's MaaS tiers
+	// (accessReason: a bad annotation or tier list); what it does not
+	// grant is not bound.
 	accessErr    error
 	accessReason string
 }
@@ -144,7 +144,9 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, err
 	}
 	opts := r.opts.engineOptions(r.images, "")
-	opts.Tiers = r.tiersFor(ctx, p)
+	if opts.Tiers, err = r.tiersFor(ctx, p); err != nil {
+		return 0, err
+	}
 	opts.Monitoring = r.monitoring()
 	// ScaledObjects are rendered once KEDA's CRD is served and watched.
 	opts.WithoutKEDA = !r.kinds.hasCRD(crdScaledObject)

@@ -15,37 +15,67 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// TestBadAnnotations: an annotation that is not a JSON list unpublishes
-// the service, with a 422 on get and a warning on list that name it; tier
-// names the configuration does not define come back as warnings while the
-// known ones still publish.
+// TestBadAnnotations: bad input fails closed, as the controller's
+// RoleBindings do (tier.Config.Grant). An annotation that is not a JSON
+// list of tier names, or that names only tiers the list lacks, takes the
+// service out of models for every tier: not listed, NotFound on get, and
+// the malformed ones named in a warning. An unknown name among known ones
+// grants nothing: the service is listed for the known tiers only, with
+// spec.tiers holding those, and a warning that names the annotation and
+// its value.
 func TestBadAnnotations(t *testing.T) {
 	ns := testenv.NewNamespace(t, cp.Client, "annotations")
 	publish(t, ns, "good", tiersJSON("premium"))
 	publish(t, ns, "ghost", tiersJSON("premium", "platinum"))
-	for name, value := range map[string]string{"truncated": `["premium"`, "string": `"premium"`, "null": `null`, "empty-name": `["premium",""]`} {
+	publish(t, ns, "platinum-only", tiersJSON("platinum"))
+	malformed := map[string]string{"truncated": `["premium"`, "string": `"premium"`, "null": `null`, "empty-name": `["premium",""]`, "not-names": `["premium",1]`}
+	for name, value := range malformed {
 		publish(t, ns, name, value)
 	}
 	alice := newUser(t, premiumUser, "premium-users")
+	// One user per tier: free, premium, partner (bob in its group),
+	// enterprise.
+	users := []*user{alice, newUser(t, freeUser), newUser(t, freeUser, "partner-users"), newUser(t, enterpriseUser, "enterprise-users")}
 	alice.waitModels(t, ns, ns+"/ghost", ns+"/good")
+	for _, u := range users[1:] {
+		u.waitModels(t, ns)
+	}
+
 	alice.warnings.take()
 	if _, err := alice.listModels(t, ns); err != nil {
 		t.Fatal(err)
 	}
 	warned := alice.warnings.take()
-	want := []string{fmt.Sprintf("LLMInferenceService %s/ghost: annotation %s names tiers that the tier configuration does not define: platinum", ns, tier.AnnotationTiers)}
-	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
-		want = append(want, fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: ", ns, name, tier.AnnotationTiers))
+	want := []string{fmt.Sprintf(`LLMInferenceService %s/ghost: annotation %s: "[\"premium\",\"platinum\"]" names unknown tier "platinum"; the tiers are "free", "premium", "partner", "enterprise"; only [premium] see it`, ns, tier.AnnotationTiers)}
+	for name, value := range malformed {
+		want = append(want, fmt.Sprintf("LLMInferenceService %s/%s is not published: annotation %s: %q", ns, name, tier.AnnotationTiers, value))
 	}
 	for _, w := range want {
 		if !strings.Contains(warned, w) {
 			t.Errorf("warnings of the list lack %q; got:\n%s", w, warned)
 		}
 	}
-	for _, name := range []string{"truncated", "string", "null", "empty-name"} {
-		err := alice.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &modelv1alpha1.Model{})
-		if !apierrors.IsInvalid(err) || !containsAll(err.Error(), ns+"/"+name, "metadata.annotations["+tier.AnnotationTiers+"]") {
-			t.Errorf("get model %s with a bad annotation: %v, want 422 naming the service and the annotation", name, err)
+
+	ghost := &modelv1alpha1.Model{}
+	if err := alice.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "ghost"}, ghost); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ghost.Spec.Tiers, ","); got != "premium" {
+		t.Errorf("model ghost's spec.tiers are %q, want the tiers granted: premium", got)
+	}
+	for _, u := range users {
+		names := []string{"platinum-only"}
+		for name := range malformed {
+			names = append(names, name)
+		}
+		if u != alice {
+			names = append(names, "ghost")
+		}
+		for _, name := range names {
+			err := u.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &modelv1alpha1.Model{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("%s gets model %s: %v, want NotFound", u.name, name, err)
+			}
 		}
 	}
 }

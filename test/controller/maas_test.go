@@ -108,9 +108,12 @@ func (e *env) waitWarning(service, reason, text string) {
 
 // TestMaaSTierAccess: a service published to the premium tier lets the
 // premium tier's tokens post to it and not the free tier's, on the real
-// authorizer; the access follows the annotation and the tier list; bad
-// input leaves what was there and says so in TiersBound and one event;
-// converged services, one bound and one with a bad annotation, write
+// authorizer; the access follows the annotation and the tier list. Bad
+// input fails closed, as the MaaS API server's models do: a malformed
+// annotation or a bad tier list removes every binding, an unknown tier
+// name gets none while the known names keep theirs; TiersBound and one
+// event name the annotation and the bad value; fixed, the bindings come
+// back. Converged services, one bound and one with a bad annotation, write
 // nothing; a service that is no longer published loses its access.
 func TestMaaSTierAccess(t *testing.T) {
 	e, tiers := startMaaS(t)
@@ -138,13 +141,14 @@ func TestMaaSTierAccess(t *testing.T) {
 	e.setTiers(`[]`)
 	e.waitAccess(tiers, "sim", "free", "premium")
 
-	// Bad input: the access stays as it was.
+	// A malformed annotation: no tier may call it, nothing of the access
+	// is left.
 	e.setTiers(`premium`)
 	e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionFalse, controller.ReasonInvalidTiers)
 	e.waitWarning("sim", controller.ReasonInvalidTiers, `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`)
-	e.setTiers(`["premium","gold"]`)
-	e.waitWarning("sim", controller.ReasonInvalidTiers, `annotation alpha.maas.opendatahub.io/tiers: unknown tier "gold"`)
-	e.waitAccess(tiers, "sim", "free", "premium")
+	e.waitAccess(tiers, "sim")
+	e.waitGone(role, "sim-model-user")
+	e.waitGone(roleBinding, "sim-model-user-free", "sim-model-user-premium")
 
 	// Reported once: resynced every second, the bad annotation writes
 	// nothing more, and neither does the bound service.
@@ -152,6 +156,28 @@ func TestMaaSTierAccess(t *testing.T) {
 	e.waitReady("pub")
 	e.assertSteadyState()
 
+	// Fixed: the bindings are back.
+	e.setTiers(`["free","premium"]`)
+	e.waitAccess(tiers, "sim", "free", "premium")
+	e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionTrue, controller.ReasonTiersBound)
+
+	// An unknown name binds nothing and takes nothing from the known ones;
+	// the free tier, no longer named, loses its binding.
+	e.setTiers(`["premium","gold"]`)
+	c := cond(e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionFalse, controller.ReasonUnknownTiers), controller.ConditionTiersBound)
+	const unknownGold = `annotation alpha.maas.opendatahub.io/tiers: "[\"premium\",\"gold\"]" names unknown tier "gold"`
+	if !strings.Contains(c.Message, unknownGold) || !strings.Contains(c.Message, "tiers [premium] may call it") {
+		t.Errorf("TiersBound message %q, want it to name the annotation, its value and the tiers bound", c.Message)
+	}
+	e.waitWarning("sim", controller.ReasonUnknownTiers, unknownGold)
+	e.waitAccess(tiers, "sim", "premium")
+	e.waitGone(roleBinding, "sim-model-user-free")
+	e.setTiers(`["gold"]`)
+	e.waitAccess(tiers, "sim")
+	e.waitGone(role, "sim-model-user")
+
+	// A bad tier list: the API server refuses every request, and no tier
+	// is bound; fixed, every binding is back.
 	e.setTiers(`["premium"]`)
 	e.waitAccess(tiers, "sim", "premium")
 	cm := &corev1.ConfigMap{}
@@ -161,12 +187,13 @@ func TestMaaSTierAccess(t *testing.T) {
 	for _, name := range []string{"sim", "pub"} {
 		e.waitCondition(name, controller.ConditionTiersBound, metav1.ConditionFalse, controller.ReasonInvalidTierConfig)
 		e.waitWarning(name, controller.ReasonInvalidTierConfig, `unknown field "levl"`)
+		e.waitAccess(tiers, name)
 	}
-	e.waitAccess(tiers, "sim", "premium")
-	e.waitAccess(tiers, "pub", "free", "premium")
 	cm.Data[tier.ConfigMapKey] = maasTiers
 	e.must(e.c.Update(t.Context(), cm))
 	e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionTrue, controller.ReasonTiersBound)
+	e.waitAccess(tiers, "sim", "premium")
+	e.waitAccess(tiers, "pub", "free", "premium")
 
 	e.setTiers("")
 	e.waitGone(role, "sim-model-user")
