@@ -14,6 +14,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // What KServe's fields beyond the model, the workloads and the router add
@@ -63,7 +64,8 @@ func storageInitializerOff(spec *v1alpha2.LLMInferenceServiceSpec) bool {
 // model at /mnt/speculator/model and vLLM's --speculative-config, as KServe
 // does: hf:// and s3:// are downloaded by a second init container,
 // speculator-initializer, into a volume of their own; pvc:// is mounted
-// read-only. The flag goes last among main's arguments, so it wins over one
+// read-only; oci:// gets a second modelcar (or an image volume, as the
+// model does with Options.OCIModelSource). The flag goes last among main's arguments, so it wins over one
 // in VLLM_ADDITIONAL_ARGS or the service's args, as KServe's replaces
 // theirs.
 func (b *builder) addSpeculator(pod *corev1.PodSpec) error {
@@ -78,7 +80,7 @@ func (b *builder) addSpeculator(pod *corev1.PodSpec) error {
 		field := "spec.speculator.model.uri"
 		switch {
 		case !ok || rest == "":
-			return fmt.Errorf("%s %q: want scheme://location with scheme hf, s3 or pvc", field, uri)
+			return fmt.Errorf("%s %q: want scheme://location with scheme hf, s3, pvc or oci", field, uri)
 		case scheme == "hf" || scheme == "s3":
 			if storageInitializerOff(b.spec) {
 				return fmt.Errorf("%s %q: hf:// and s3:// need the storage initializer; set spec.storageInitializer.enabled to true", field, uri)
@@ -96,11 +98,20 @@ func (b *builder) addSpeculator(pod *corev1.PodSpec) error {
 			pod.Containers[main].VolumeMounts = append(pod.Containers[main].VolumeMounts,
 				corev1.VolumeMount{Name: speculatorVolume, MountPath: SpeculatorMountPath, SubPath: sub, ReadOnly: true})
 		case scheme == "oci":
-			return fmt.Errorf("%s %q: oci:// speculator models are not supported by odh-serving yet; use hf://, s3:// or pvc://", field, uri)
+			if b.opts.OCIModelSource == convention.OCIImageVolume {
+				pod.Volumes = append(pod.Volumes, corev1.Volume{Name: speculatorVolume, VolumeSource: corev1.VolumeSource{
+					Image: &corev1.ImageVolumeSource{Reference: rest, PullPolicy: corev1.PullIfNotPresent},
+				}})
+				break
+			}
+			// KServe's second modelcar (index 1): modelcar-1 and
+			// modelcar-init-1 link /mnt/speculator/model to the image's
+			// /models through a volume at /mnt/speculator.
+			addModelcar(pod, main, rest, "-1", SpeculatorMountPath)
 		default:
-			return fmt.Errorf("%s %q: unknown storage scheme %q; supported: hf://, s3://, pvc://", field, uri, scheme)
+			return fmt.Errorf("%s %q: unknown storage scheme %q; supported: hf://, s3://, pvc://, oci://", field, uri, scheme)
 		}
-		if scheme != "pvc" {
+		if scheme == "hf" || scheme == "s3" || (scheme == "oci" && b.opts.OCIModelSource == convention.OCIImageVolume) {
 			pod.Containers[main].VolumeMounts = append(pod.Containers[main].VolumeMounts,
 				corev1.VolumeMount{Name: speculatorVolume, MountPath: SpeculatorMountPath, ReadOnly: true})
 		}
@@ -382,6 +393,29 @@ func setSchedulerConfig(s *v1alpha2.SchedulerSpec, pod *corev1.PodSpec) {
 		return
 	}
 	c.Args = append(c.Args, "--config-text", text)
+}
+
+// writableParents makes a read-only mount of main read-write when another
+// mount lies below it (a speculator, modelcar or KV cache tier under the
+// model's volume at /mnt): the runtime makes that mount point in the parent
+// when the container starts, which a read-only mount refuses.
+func writableParents(pod *corev1.PodSpec) {
+	main := containerIndex(pod.Containers, MainContainer)
+	if main < 0 {
+		return
+	}
+	mounts := pod.Containers[main].VolumeMounts
+	for i := range mounts {
+		if !mounts[i].ReadOnly {
+			continue
+		}
+		for j := range mounts {
+			if i != j && mounts[j].MountPath != mounts[i].MountPath && within(mounts[j].MountPath, mounts[i].MountPath) {
+				mounts[i].ReadOnly = false
+				break
+			}
+		}
+	}
 }
 
 // hasArg reports whether args hold flag, as "flag" or "flag=value".

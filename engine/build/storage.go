@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,11 +22,10 @@ const (
 	// first, so the image is pulled and checked before vLLM starts.
 	Modelcar     = "modelcar"
 	ModelcarInit = "modelcar-init"
-	// modelcarRoot is where a modelcar image holds the model, and
-	// modelcarMount where main and the modelcar share the volume the
-	// /mnt/models link lives in (the parent of ModelMountPath).
-	modelcarRoot  = "/models"
-	modelcarMount = "/mnt"
+	// modelcarRoot is where a modelcar image holds the model; main and the
+	// modelcar share the volume the link to it lives in at the link's
+	// parent (/mnt for /mnt/models).
+	modelcarRoot = "/models"
 	// envModelInitMode tells the runtime the model may appear after it
 	// starts; KServe sets it to "async" for a modelcar.
 	envModelInitMode = "MODEL_INIT_MODE"
@@ -101,7 +101,7 @@ func (b *builder) addStorage(pod *corev1.PodSpec) error {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelImageVolume, MountPath: ModelMountPath, ReadOnly: true})
 			return nil
 		}
-		addModelcar(pod, main, rest)
+		addModelcar(pod, main, rest, "", ModelMountPath)
 	default:
 		return fmt.Errorf("spec.model.uri %q: unknown storage scheme %q; supported: hf://, s3://, pvc://, oci://", uri, scheme)
 	}
@@ -155,8 +155,13 @@ func restricted(user *int64) *corev1.SecurityContext {
 // and run as main's user when main names one: /proc/<pid>/root is open
 // only to the same user. The image must therefore run as a non-root user
 // and hold sh.
-func addModelcar(pod *corev1.PodSpec, main int, image string) {
+//
+// suffix tells a second modelcar (KServe's "-1", the speculator's) from the
+// model's: it ends its containers' and volume's names. link is where the
+// model appears; the volume is mounted at its parent.
+func addModelcar(pod *corev1.PodSpec, main int, image, suffix, link string) {
 	c := &pod.Containers[main]
+	volume, mount := provisionVolume+suffix, path.Dir(link)
 	var user *int64
 	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
 		user = ptr(*c.SecurityContext.RunAsUser)
@@ -165,24 +170,24 @@ func addModelcar(pod *corev1.PodSpec, main int, image string) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: envModelInitMode, Value: "async"})
 	}
 	pod.ShareProcessNamespace = ptr(true)
-	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: provisionVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: provisionVolume, MountPath: modelcarMount, ReadOnly: true})
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: mount, ReadOnly: true})
 	resources := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: modelcarCPU, corev1.ResourceMemory: modelcarMemory},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: modelcarCPU, corev1.ResourceMemory: modelcarMemory},
 	}
 	pod.Containers = append(pod.Containers, corev1.Container{
-		Name:  Modelcar,
+		Name:  Modelcar + suffix,
 		Image: image,
 		// $$ is a literal $ to Kubernetes, so the shell sees $$: its pid.
-		Args:                     []string{"sh", "-c", fmt.Sprintf("ln -sf /proc/$$$$/root%s %s && sleep infinity", modelcarRoot, ModelMountPath)},
-		VolumeMounts:             []corev1.VolumeMount{{Name: provisionVolume, MountPath: modelcarMount}},
+		Args:                     []string{"sh", "-c", fmt.Sprintf("ln -sf /proc/$$$$/root%s %s && sleep infinity", modelcarRoot, link)},
+		VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: mount}},
 		Resources:                resources,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restricted(user),
 	})
 	pod.InitContainers = append(pod.InitContainers, corev1.Container{
-		Name:  ModelcarInit,
+		Name:  ModelcarInit + suffix,
 		Image: image,
 		Args: []string{"sh", "-c", fmt.Sprintf("echo 'Pre-fetching modelcar %[1]s: ' && [ -d %[2]s ] && [ \"$$(ls -A %[2]s)\" ] && "+
 			"echo 'OK ... Prefetched and valid (%[2]s exists)' || "+

@@ -192,6 +192,7 @@ func (b *builder) servingPod(tmpl *corev1.PodSpec, w *v1alpha2.WorkloadSpec, rol
 	}
 	b.addTrustRemoteCode(pod)
 	b.addServerTracing(pod, role)
+	writableParents(pod)
 	for i := range pod.InitContainers {
 		c := &pod.InitContainers[i]
 		if c.Name == RoutingSidecar && !hasEnv(c, "INFERENCE_POOL_NAME") {
