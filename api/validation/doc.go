@@ -15,9 +15,10 @@
 // against its CRD's OpenAPI schema (ValidateSchema), as the API server does
 // before admission: every minimum, maximum, enum, pattern, length, item
 // count, type and required field. The schema is not restated here: it is
-// the generated CRDs' own (api.ServedSchemas, which `make generate` copies
-// from the CRDs without their descriptions, and `make verify` keeps in
-// step), so there is one source of truth: the Go types' markers, from
+// the generated CRDs' own (`make generate` copies them from the CRDs
+// without their descriptions, as JSON for api.ServedSchemas and as Go
+// values in zz_generated.schemas.go that the validators are built from,
+// and `make verify` keeps both in step), so there is one source of truth: the Go types' markers, from
 // which the CRDs the API server enforces are generated. The check lives here, not in the
 // engine or the commands, because every path decodes through this package:
 // render and post-render (engine/manifest, which may import only api/), the

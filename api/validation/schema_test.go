@@ -2,11 +2,14 @@ package validation_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/opendatahub-io/odh-serving/api"
 	"github.com/opendatahub-io/odh-serving/api/validation"
 )
 
@@ -103,5 +106,36 @@ func TestSchemaErrorsHaveOneOrder(t *testing.T) {
 		if again := validation.ValidateSchema("LLMInferenceService", "v1alpha1", raw); again.ToAggregate().Error() != first.ToAggregate().Error() {
 			t.Fatalf("same input, another message:\n%v\n%v", first.ToAggregate(), again.ToAggregate())
 		}
+	}
+}
+
+// The generated schemas the validators are built from are the CRDs'
+// schemas: what spec.Schema's decoder reads from api/crds/schemas, for
+// every served version and no other.
+func TestGeneratedSchemasAreTheCRDs(t *testing.T) {
+	want := 0
+	for _, kind := range []string{"LLMInferenceService", "LLMInferenceServiceConfig"} {
+		versions, err := api.ServedSchemas(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for version, raw := range versions {
+			want++
+			build, ok := validation.GeneratedSchemas[kind+"/"+version]
+			if !ok {
+				t.Errorf("%s %s is served but has no generated schema; run make generate", kind, version)
+				continue
+			}
+			decoded := &spec.Schema{}
+			if err := decoded.UnmarshalJSON(raw); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(build(), decoded) {
+				t.Errorf("%s %s: the generated schema differs from the JSON's; run make generate", kind, version)
+			}
+		}
+	}
+	if len(validation.GeneratedSchemas) != want {
+		t.Errorf("%d generated schemas for %d served versions", len(validation.GeneratedSchemas), want)
 	}
 }
