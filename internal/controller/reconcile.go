@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,7 +176,10 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 			return 0, nil
 		}
 	}
-	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, "")
+	// The fields accepted but not acted on, and a KV cache offloading the
+	// presets' own connector keeps from vLLM: the webhook warns about the
+	// first when the service is written, only render knows the second.
+	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, strings.Join(p.plan.Warnings, "; "))
 	r.access(p)
 	if p.children, err = p.res.Unstructured(); err != nil {
 		return 0, err

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -90,4 +93,24 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatal(e)
 	}
 	golden.Assert(t, "testdata/status-all.txt", kept.Bytes())
+}
+
+// TestUnimplementedFieldsInCondition creates a service with KServe fields
+// the controller stores but does not act on (runtime) and one it does
+// (tracing): PresetsCombined stays True and names the first in its
+// message, and the model server is started with tracing.
+func TestUnimplementedFieldsInCondition(t *testing.T) {
+	e := start(t)
+	e.create(simService("kfields", "") + "  runtime: vllm-cuda\n  tracing: {}\n")
+	svc := e.waitCondition("kfields", v1alpha2.ConditionPresetsCombined, metav1.ConditionTrue, "")
+	if c := cond(svc, v1alpha2.ConditionPresetsCombined); !strings.Contains(c.Message, "spec.runtime is accepted and stored but not acted on") {
+		t.Errorf("PresetsCombined message %q, want it to name spec.runtime", c.Message)
+	}
+	e.waitExists(deployment, "kfields-kserve")
+	d := &appsv1.Deployment{}
+	e.must(e.c.Get(context.Background(), clientKey(e.ns, "kfields-kserve"), d))
+	main := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "main" })
+	if main < 0 || !slices.Contains(d.Spec.Template.Spec.Containers[main].Args, "--otlp-traces-endpoint") {
+		t.Errorf("containers %+v, want main with --otlp-traces-endpoint", d.Spec.Template.Spec.Containers)
+	}
 }
