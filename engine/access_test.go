@@ -10,6 +10,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // The model-user Role and the tiers' RoleBindings are children like the
@@ -44,7 +45,7 @@ func TestModelAccess(t *testing.T) {
 		"unknown among known": {annotation: `["gold","premium"]`, tiers: tiers, err: `names unknown tier "gold"`,
 			want: []string{"0 model-access Role sim-model-user", "0 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
 	}
-	images := testImages(t)
+	images := presetstest.Images(t)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, svc := prepareCase(t, "cpu-single")
@@ -56,7 +57,7 @@ func TestModelAccess(t *testing.T) {
 			if tc.stop {
 				svc.Annotations[convention.AnnotationStop] = "true"
 			}
-			res, err := engine.Render(t.Context(), svc, testCatalog(t, nil), engine.Options{Tiers: tc.tiers, Images: images})
+			res, err := engine.Render(t.Context(), svc, presetstest.Catalog(t, nil), engine.Options{Tiers: tc.tiers, Images: images})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // TestBadInput runs each testdata/bad/*.yaml through decoding, preset lookup
@@ -43,11 +43,11 @@ func renderAll(t *testing.T, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, in.Presets)
+	catalog, err := presets.Default(in.Presets)
 	if err != nil {
 		return err
 	}
-	images := testImages(t)
+	images := presetstest.Images(t)
 	var errs []error
 	for _, s := range in.Services {
 		if _, err := engine.Render(t.Context(), s.Service, catalog, engine.Options{Images: images}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // BenchmarkRender renders one service per topology with the shipped
@@ -56,5 +57,5 @@ func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset
 	if err != nil {
 		b.Fatal(err)
 	}
-	return in.Services[0].Service, testCatalog(b, in.Presets), engine.Options{Images: testImages(b)}
+	return in.Services[0].Service, presetstest.Catalog(b, in.Presets), engine.Options{Images: presetstest.Images(b)}
 }

@@ -14,10 +14,9 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
-	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // caseOptions are a golden case's render options (options.yaml).
@@ -58,8 +57,8 @@ func renderCase(tb testing.TB, dir string) []byte {
 			tb.Fatal(err)
 		}
 	}
-	catalog := testCatalog(tb, in.Presets)
-	eopts := engine.Options{Images: testImages(tb)}
+	catalog := presetstest.Catalog(tb, in.Presets)
+	eopts := engine.Options{Images: presetstest.Images(tb)}
 	if opts.Phase != "" {
 		eopts.Phase = convention.Phase(opts.Phase)
 	}
@@ -95,25 +94,6 @@ func renderCase(tb testing.TB, dir string) []byte {
 		tb.Fatal(err)
 	}
 	return out.Bytes()
-}
-
-func testCatalog(tb testing.TB, extra []*preset.Preset) *preset.Catalog {
-	tb.Helper()
-	c, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, extra)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
-// testImages is the shipped presets' images (presets.Images).
-func testImages(tb testing.TB) map[string]string {
-	tb.Helper()
-	images, err := presets.Images()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return images
 }
 
 // TestGolden renders each case under testdata/ and compares the output with

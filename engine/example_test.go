@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
@@ -43,14 +42,12 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	objs, err := res.Unstructured()
+	out, err := res.YAML()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if err := manifest.WriteYAML(os.Stdout, objs); err != nil {
-		fmt.Println(err)
-	}
+	fmt.Print(string(out))
 	// Output:
 	// apiVersion: v1
 	// kind: Service

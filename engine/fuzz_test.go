@@ -10,6 +10,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // FuzzRender feeds arbitrary streams (seeded with every golden and bad
@@ -27,13 +28,13 @@ func FuzzRender(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	images := testImages(f)
+	images := presetstest.Images(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := manifest.Decode("fuzz.yaml", data)
 		if err != nil {
 			return
 		}
-		catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, in.Presets)
+		catalog, err := presets.Default(in.Presets)
 		if err != nil {
 			return
 		}
@@ -52,13 +53,9 @@ func renderBytes(t *testing.T, s *manifest.Service, catalog *preset.Catalog, ima
 	if err != nil {
 		return []byte(err.Error())
 	}
-	objs, err := res.Unstructured()
+	out, err := res.YAML()
 	if err != nil {
 		return []byte(err.Error())
 	}
-	var out bytes.Buffer
-	if err := manifest.WriteYAML(&out, objs); err != nil {
-		return []byte(err.Error())
-	}
-	return out.Bytes()
+	return out
 }

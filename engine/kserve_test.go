@@ -7,7 +7,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // TestWarnings renders golden inputs and checks the warnings the result
@@ -26,11 +26,7 @@ func TestWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			images, err := presets.Images()
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := engine.Render(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: images})
+			res, err := engine.Render(t.Context(), in.Services[0].Service, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
+
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
 )
 
 // Result is a rendered service: the children, and what the engine knows
@@ -96,6 +99,20 @@ func (r *Result) Named(role Role) string {
 		}
 	}
 	return ""
+}
+
+// YAML returns the children as one YAML stream (Unstructured, written by
+// manifest.WriteYAML), as `odh-serving render` writes them.
+func (r *Result) YAML() ([]byte, error) {
+	objs, err := r.Unstructured()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := manifest.WriteYAML(&out, objs); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // Waves returns the indexes of Objects grouped by wave, in order.

@@ -12,6 +12,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // prepareCase prepares the one service of testdata/<name>/input.yaml.
@@ -26,7 +27,7 @@ func prepareCase(t *testing.T, name string) (*engine.Plan, *v1alpha2.LLMInferenc
 		t.Fatalf("%s: want one service, got %d", path, len(in.Services))
 	}
 	svc := in.Services[0].Service
-	plan, err := engine.Prepare(t.Context(), svc, testCatalog(t, in.Presets), engine.Options{Images: testImages(t)})
+	plan, err := engine.Prepare(t.Context(), svc, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestShapeIsTheServiceWithItsBaseRefs(t *testing.T) {
 	if c := plan.Spec.Template.Containers; len(c) == 0 || c[0].Image == "" {
 		t.Errorf("the merged spec must hold the well-known preset's image: %+v", c)
 	}
-	shape, err := engine.Shape(svc, testCatalog(t, nil))
+	shape, err := engine.Shape(svc, presetstest.Catalog(t, nil))
 	if err == nil {
 		t.Errorf("engine.Shape without the team preset should fail, got %+v", shape)
 	}
@@ -319,7 +320,7 @@ func TestWithPlatform(t *testing.T) {
 	}
 
 	svc.Annotations = map[string]string{convention.AnnotationStop: "true"}
-	stopped, err := engine.Prepare(t.Context(), svc, testCatalog(t, nil), engine.Options{Images: testImages(t)})
+	stopped, err := engine.Prepare(t.Context(), svc, presetstest.Catalog(t, nil), engine.Options{Images: presetstest.Images(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

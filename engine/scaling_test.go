@@ -14,6 +14,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 var prometheus = build.Prometheus{URL: "https://prometheus.monitoring:9090"}
@@ -30,8 +31,8 @@ func renderScaled(t *testing.T, name string, opts engine.Options, edit func(*v1a
 	if edit != nil {
 		edit(svc)
 	}
-	opts.Images = testImages(t)
-	return engine.Render(t.Context(), svc, testCatalog(t, in.Presets), opts)
+	opts.Images = presetstest.Images(t)
+	return engine.Render(t.Context(), svc, presetstest.Catalog(t, in.Presets), opts)
 }
 
 // workloadReplicas returns each workload's spec.replicas by name; nil when
@@ -216,7 +217,7 @@ func TestPlanWithKEDA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, testCatalog(t, in.Presets), engine.Options{Images: testImages(t)})
+	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 )
@@ -30,6 +31,12 @@ func Load(namespace, prefix string) ([]*preset.Preset, error) {
 // post-render of it decodes none.
 func Catalog(namespace, prefix string, user []*preset.Preset) (*preset.Catalog, error) {
 	return preset.OverlayLazy(namespace, func() ([]*preset.Preset, error) { return Load(namespace, prefix) }, user)
+}
+
+// Default is Catalog as `odh-serving render` uses it without flags: in
+// engine.DefaultSystemNamespace, named with preset.DefaultPrefix.
+func Default(user []*preset.Preset) (*preset.Catalog, error) {
+	return Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, user)
 }
 
 // LoadFS reads <name>/preset.yaml files from fsys.

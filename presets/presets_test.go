@@ -1,7 +1,6 @@
 package presets_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
-	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // TestEveryPresetFolder walks every preset folder: it must have a README,
@@ -20,14 +19,7 @@ import (
 // and the output must match expected.yaml.
 func TestEveryPresetFolder(t *testing.T) {
 	dirs := golden.Glob(t, "*/preset.yaml")
-	catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
+	catalog, images := presetstest.Catalog(t, nil), presetstest.Images(t)
 	for _, p := range dirs {
 		dir := filepath.Dir(p)
 		t.Run(dir, func(t *testing.T) {
@@ -51,15 +43,11 @@ func TestEveryPresetFolder(t *testing.T) {
 			if !slices.ContainsFunc(res.Explanation.Layers, func(l engine.Layer) bool { return strings.HasPrefix(l.Name, id+" ") }) {
 				t.Errorf("the sample does not render through %s; its layers: %v", id, res.Explanation.Layers)
 			}
-			objs, err := res.Unstructured()
+			out, err := res.YAML()
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
-			if err := manifest.WriteYAML(&out, objs); err != nil {
-				t.Fatal(err)
-			}
-			golden.Assert(t, filepath.Join(dir, "expected.yaml"), out.Bytes())
+			golden.Assert(t, filepath.Join(dir, "expected.yaml"), out)
 		})
 	}
 }
@@ -67,10 +55,7 @@ func TestEveryPresetFolder(t *testing.T) {
 // TestImagesAreAllUsed keeps images.yaml free of keys no preset names (the
 // engine names the storage initializer's).
 func TestImagesAreAllUsed(t *testing.T) {
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
+	images := presetstest.Images(t)
 	files, _ := filepath.Glob("*/preset.yaml")
 	var all strings.Builder
 	for _, f := range files {

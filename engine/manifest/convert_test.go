@@ -10,7 +10,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
-	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // ToUnstructured gives what apimachinery's converter gives, for every
@@ -18,20 +18,14 @@ import (
 // certificate mode.
 func TestToUnstructuredMatchesApimachinery(t *testing.T) {
 	inputs := golden.Glob(t, "../testdata/*/input.yaml")
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
+	images := presetstest.Images(t)
 	compared := 0
 	for _, file := range inputs {
 		in, err := manifest.DecodeFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		catalog, err := presets.Catalog(engine.DefaultSystemNamespace, "kserve-", in.Presets)
-		if err != nil {
-			t.Fatal(err)
-		}
+		catalog := presetstest.Catalog(t, in.Presets)
 		for _, svc := range in.Services {
 			for _, phase := range convention.Phases {
 				for _, mode := range []convention.CertMode{convention.CertSelfSigned, convention.CertServiceCA, convention.CertManager} {

@@ -1,7 +1,6 @@
 package chartvalues
 
 import (
-	"bytes"
 	"os"
 	"regexp"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
-	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
@@ -45,14 +44,7 @@ func FuzzValuesToServices(f *testing.F) {
 	for _, s := range seedServices(f) {
 		f.Add(s)
 	}
-	catalog, err := presets.Catalog(engine.DefaultSystemNamespace, preset.DefaultPrefix, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	images, err := presets.Images()
-	if err != nil {
-		f.Fatal(err)
-	}
+	catalog, images := presetstest.Catalog(f, nil), presetstest.Images(f)
 	f.Fuzz(func(t *testing.T, servicesYAML []byte) {
 		var services map[string]any
 		if err := yaml.Unmarshal(servicesYAML, &services); err != nil || services == nil {
@@ -113,15 +105,11 @@ func render(t *testing.T, s *manifest.Service, catalog *preset.Catalog, images m
 		}
 		return err.Error()
 	}
-	objs, err := res.Unstructured()
+	out, err := res.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := manifest.WriteYAML(&buf, objs); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
+	return string(out)
 }
 
 // seedServices returns `services:` values: the chart's ci values' and, one
