@@ -2,14 +2,10 @@ package engine_test
 
 import (
 	"io"
-	"path/filepath"
 	"testing"
 
-	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/engine/preset"
-	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // BenchmarkRender renders one service per topology with the shipped
@@ -46,16 +42,4 @@ func BenchmarkRenderToYAML(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// loadCase decodes the first service of a golden case and the catalog it
-// renders with, outside the timed loop.
-func loadCase(b *testing.B, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog, engine.Options) {
-	b.Helper()
-	file := filepath.Join("testdata", name, "input.yaml")
-	in, err := manifest.DecodeFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return in.Services[0].Service, presetstest.Catalog(b, in.Presets), engine.Options{Images: presetstest.Images(b)}
 }

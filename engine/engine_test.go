@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets/presetstest"
@@ -94,6 +96,22 @@ func renderCase(tb testing.TB, dir string) []byte {
 		tb.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// loadCase decodes the one service of testdata/<name>/input.yaml, and
+// gives the catalog (the shipped presets and the input's) and the options
+// (the shipped images) it renders with.
+func loadCase(tb testing.TB, name string) (*v1alpha2.LLMInferenceService, *preset.Catalog, engine.Options) {
+	tb.Helper()
+	file := filepath.Join("testdata", name, "input.yaml")
+	in, err := manifest.DecodeFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(in.Services) != 1 {
+		tb.Fatalf("%s: want one service, got %d", file, len(in.Services))
+	}
+	return in.Services[0].Service, presetstest.Catalog(tb, in.Presets), engine.Options{Images: presetstest.Images(tb)}
 }
 
 // TestGolden renders each case under testdata/ and compares the output with

@@ -1,13 +1,10 @@
 package engine_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // TestWarnings renders golden inputs and checks the warnings the result
@@ -22,11 +19,8 @@ func TestWarnings(t *testing.T) {
 		"single-node":                  nil,
 	} {
 		t.Run(dir, func(t *testing.T) {
-			in, err := manifest.DecodeFile(filepath.Join("testdata", dir, "input.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := engine.Render(t.Context(), in.Services[0].Service, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
+			svc, catalog, opts := loadCase(t, dir)
+			res, err := engine.Render(t.Context(), svc, catalog, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

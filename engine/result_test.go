@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,23 +10,14 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 // prepareCase prepares the one service of testdata/<name>/input.yaml.
 func prepareCase(t *testing.T, name string) (*engine.Plan, *v1alpha2.LLMInferenceService) {
 	t.Helper()
-	path := filepath.Join("testdata", name, "input.yaml")
-	in, err := manifest.DecodeFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(in.Services) != 1 {
-		t.Fatalf("%s: want one service, got %d", path, len(in.Services))
-	}
-	svc := in.Services[0].Service
-	plan, err := engine.Prepare(t.Context(), svc, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
+	svc, catalog, opts := loadCase(t, name)
+	plan, err := engine.Prepare(t.Context(), svc, catalog, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
 
 var prometheus = build.Prometheus{URL: "https://prometheus.monitoring:9090"}
@@ -23,16 +21,13 @@ var prometheus = build.Prometheus{URL: "https://prometheus.monitoring:9090"}
 // changed by edit, with opts.
 func renderScaled(t *testing.T, name string, opts engine.Options, edit func(*v1alpha2.LLMInferenceService)) (*engine.Result, error) {
 	t.Helper()
-	in, err := manifest.DecodeFile("testdata/" + name + "/input.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := in.Services[0].Service.DeepCopy()
+	svc, catalog, shipped := loadCase(t, name)
+	svc = svc.DeepCopy()
 	if edit != nil {
 		edit(svc)
 	}
-	opts.Images = presetstest.Images(t)
-	return engine.Render(t.Context(), svc, presetstest.Catalog(t, in.Presets), opts)
+	opts.Images = shipped.Images
+	return engine.Render(t.Context(), svc, catalog, opts)
 }
 
 // workloadReplicas returns each workload's spec.replicas by name; nil when
@@ -213,14 +208,7 @@ func TestPrometheusOptionsAreChecked(t *testing.T) {
 // The controller prepares a service once and builds it for what its watch of
 // KEDA's CRD says; WithKEDA turns the ScaledObjects off and on again.
 func TestPlanWithKEDA(t *testing.T) {
-	in, err := manifest.DecodeFile("testdata/scaling-lws-keda/input.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := engine.Prepare(t.Context(), in.Services[0].Service, presetstest.Catalog(t, in.Presets), engine.Options{Images: presetstest.Images(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, _ := prepareCase(t, "scaling-lws-keda")
 	for _, served := range []bool{false, true, false} {
 		res, err := plan.WithKEDA(served).Build("")
 		if err != nil {
