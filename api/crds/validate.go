@@ -56,6 +56,15 @@ func NewValidator(defs []*apiextensionsv1.CustomResourceDefinition) (*Validator,
 	return v, nil
 }
 
+// LoadValidator is NewValidator for the CRDs of the named sets (Load).
+func LoadValidator(sets ...string) (*Validator, error) {
+	defs, err := Load(sets...)
+	if err != nil {
+		return nil, err
+	}
+	return NewValidator(defs)
+}
+
 // Knows reports whether a CRD for the object's kind and version is loaded.
 func (v *Validator) Knows(gvk schema.GroupVersionKind) bool {
 	_, ok := v.versions[gvk]

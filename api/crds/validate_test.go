@@ -11,11 +11,7 @@ import (
 )
 
 func TestValidatorAppliesSchemaAndCEL(t *testing.T) {
-	defs, err := crds.Load(crds.GIE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := crds.NewValidator(defs)
+	v, err := crds.LoadValidator(crds.GIE)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,7 @@ import (
 // through both, in both API versions, and both must agree: accept, or refuse
 // with the same words.
 func TestScalingRulesAgreeWithTheCRD(t *testing.T) {
-	defs, err := crds.Load(crds.Serving)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := crds.NewValidator(defs)
+	crd, err := crds.LoadValidator(crds.Serving)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -11,10 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
 	"github.com/opendatahub-io/odh-serving/internal/presetlint"
@@ -198,43 +195,16 @@ func lintPresets(s Streams, f *presetFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	images, err := presets.Images()
+	l, err := presetlint.New(builtin, engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix})
 	if err != nil {
 		return err
-	}
-	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA)
-	if err != nil {
-		return err
-	}
-	validator, err := crds.NewValidator(defs)
-	if err != nil {
-		return err
-	}
-	l := &presetlint.Linter{
-		Builtin:   builtin,
-		Options:   engine.Options{SystemNamespace: f.systemNamespace, PresetPrefix: &f.prefix, Images: images},
-		Validator: validator,
 	}
 	var problems []string
 	count := 0
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", file, err))
-			continue
-		}
-		ps, err := manifest.DecodePresets(file, data)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if len(ps) == 0 {
-			problems = append(problems, fmt.Sprintf("%s: no LLMInferenceServiceConfig in the file", file))
-		}
-		for _, p := range ps {
-			count++
-			problems = append(problems, l.Lint(context.Background(), p)...)
-		}
+		found, n := l.LintFile(context.Background(), file)
+		problems = append(problems, found...)
+		count += n
 	}
 	for _, p := range problems {
 		fmt.Fprintln(s.Out, p)

@@ -3,6 +3,7 @@ package presetlint
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,9 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // Sample is a service shape presets are tried against.
@@ -60,6 +63,46 @@ type Linter struct {
 	Options engine.Options
 	// Validator checks rendered custom resources against their CRDs.
 	Validator *crds.Validator
+}
+
+// New is a Linter with the shipped presets' images (presets.Images) unless
+// opts names images, whose Validator knows the CRDs of every custom
+// resource a preset can render: GIE, Gateway API, LWS, cert-manager and
+// KEDA.
+func New(builtin []*preset.Preset, opts engine.Options) (*Linter, error) {
+	if opts.Images == nil {
+		images, err := presets.Images()
+		if err != nil {
+			return nil, err
+		}
+		opts.Images = images
+	}
+	v, err := crds.LoadValidator(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA)
+	if err != nil {
+		return nil, err
+	}
+	return &Linter{Builtin: builtin, Options: opts, Validator: v}, nil
+}
+
+// LintFile checks every preset in a file. It returns their problems, each
+// "where: message" (a file that cannot be read or decoded, or holds no
+// preset, is one), and how many presets the file holds.
+func (l *Linter) LintFile(ctx context.Context, file string) (problems []string, count int) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", file, err)}, 0
+	}
+	ps, err := manifest.DecodePresets(file, data)
+	if err != nil {
+		return []string{err.Error()}, 0
+	}
+	if len(ps) == 0 {
+		return []string{fmt.Sprintf("%s: no LLMInferenceServiceConfig in the file", file)}, 0
+	}
+	for _, p := range ps {
+		problems = append(problems, l.Lint(ctx, p)...)
+	}
+	return problems, len(ps)
 }
 
 // Lint checks one preset and returns its problems, each "where: message".

@@ -1,14 +1,11 @@
 package presetlint_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/engine"
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/internal/presetlint"
 	"github.com/opendatahub-io/odh-serving/presets"
@@ -22,44 +19,19 @@ func newLinter(t *testing.T) *presetlint.Linter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defs, err := crds.Load(crds.GIE, crds.GatewayAPI, crds.LWS, crds.CertManager, crds.KEDA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := crds.NewValidator(defs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	empty := ""
-	return &presetlint.Linter{Builtin: builtin, Options: engine.Options{PresetPrefix: &empty, Images: images}, Validator: v}
-}
-
-func lintFile(t *testing.T, l *presetlint.Linter, file string) []string {
-	t.Helper()
-	data, err := os.ReadFile(file)
+	l, err := presetlint.New(builtin, engine.Options{PresetPrefix: &empty})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := manifest.DecodePresets(file, data)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var problems []string
-	for _, p := range ps {
-		problems = append(problems, l.Lint(t.Context(), p)...)
-	}
-	return problems
+	return l
 }
 
 func TestShippedPresetsPass(t *testing.T) {
 	l := newLinter(t)
 	files := golden.Glob(t, "../../presets/*/preset.yaml")
 	for _, f := range files {
-		if problems := lintFile(t, l, f); len(problems) > 0 {
+		if problems, _ := l.LintFile(t.Context(), f); len(problems) > 0 {
 			t.Errorf("%s:\n  %s", f, strings.Join(problems, "\n  "))
 		}
 	}
@@ -76,7 +48,7 @@ func TestBrokenPresetsFail(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
 			want, _ := golden.WantError(t, f)
-			problems := lintFile(t, l, f)
+			problems, _ := l.LintFile(t.Context(), f)
 			if len(problems) == 0 {
 				t.Fatalf("lint passed; want %q", want)
 			}
