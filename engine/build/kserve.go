@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -160,13 +162,27 @@ func appendFlag(c *corev1.Container, flag, value string) {
 // file-system tier, as KServe does: an emptyDir with its size as limit and
 // as main's ephemeral-storage request, an ephemeral claim per pod, or an
 // existing claim with the path as subPath.
-func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec) error {
+//
+// vLLM maps the CPU tier as a file in /dev/shm, so the memory-backed volume
+// main mounts there grows by 120% of cpu, as KServe's presets ask
+// (kv-cache-shm-percent-of-cpu: "120"), unless the service's own pod
+// template (own) gives that volume a sizeLimit: a size the user wrote is
+// used as written.
+func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec, own *corev1.PodSpec) error {
 	kv := w.KVCacheOffloading
 	main := containerIndex(pod.Containers, MainContainer)
 	if kv == nil || main < 0 {
 		return nil
 	}
 	c := &pod.Containers[main]
+	// The preset's own connector (NIXL between prefill and decode) stays:
+	// a second flag would replace it. KVCacheConflicts warns.
+	presetConnector := passesFlag(c, kvTransferConfig)
+	if v := sharedMemory(pod, main); v != nil && v.EmptyDir.SizeLimit != nil && !presetConnector && !declaresSizeLimit(own, v.Name) {
+		size := v.EmptyDir.SizeLimit.DeepCopy()
+		size.Add(percentOf(kv.CPU, shmPercentOfCPU))
+		v.EmptyDir.SizeLimit = &size
+	}
 	policy := kv.EvictionPolicy
 	if policy == "" {
 		policy = "lru" // the CRD's default; render applies it too
@@ -207,9 +223,7 @@ func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec) erro
 		extra["spec_name"] = "TieringOffloadingSpec"
 		extra["secondary_tiers"] = tiers
 	}
-	if passesFlag(c, kvTransferConfig) {
-		// The preset's own connector (NIXL between prefill and decode)
-		// stays: a second flag would replace it. KVCacheConflicts warns.
+	if presetConnector {
 		return nil
 	}
 	data, err := json.Marshal(map[string]any{"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra})
@@ -218,6 +232,61 @@ func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec) erro
 	}
 	appendFlag(c, kvTransferConfig, string(data))
 	return nil
+}
+
+// shmPercentOfCPU is how much of kvCacheOffloading.cpu /dev/shm grows by:
+// the tier and a fifth again, the value KServe's presets carry.
+const shmPercentOfCPU = 120
+
+// sharedMemory is the memory-medium emptyDir the container at index main
+// mounts at /dev/shm, or nil.
+func sharedMemory(pod *corev1.PodSpec, main int) *corev1.Volume {
+	m := slices.IndexFunc(pod.Containers[main].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/dev/shm" })
+	if m < 0 {
+		return nil
+	}
+	name := pod.Containers[main].VolumeMounts[m].Name
+	v := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if v < 0 || pod.Volumes[v].EmptyDir == nil || pod.Volumes[v].EmptyDir.Medium != corev1.StorageMediumMemory {
+		return nil
+	}
+	return &pod.Volumes[v]
+}
+
+// declaresSizeLimit reports whether the pod template own (the service's
+// own, before presets) gives the volume name a sizeLimit.
+func declaresSizeLimit(own *corev1.PodSpec, name string) bool {
+	if own == nil {
+		return false
+	}
+	return slices.ContainsFunc(own.Volumes, func(v corev1.Volume) bool {
+		return v.Name == name && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil
+	})
+}
+
+// percentOf is percent% of q; q itself when that would overflow.
+func percentOf(q resource.Quantity, percent int64) resource.Quantity {
+	v := q.Value()
+	if v > math.MaxInt64/percent {
+		return q
+	}
+	return *resource.NewQuantity(v*percent/100, q.Format)
+}
+
+// ownPod is the service's own pod template (before presets) of the
+// workload whose pods have role: its worker, or its template.
+func (b *builder) ownPod(worker bool, role string) *corev1.PodSpec {
+	w := &b.svc.Spec.WorkloadSpec
+	if role == "prefill" {
+		w = b.svc.Spec.Prefill
+	}
+	switch {
+	case w == nil:
+		return nil
+	case worker:
+		return w.Worker
+	}
+	return w.Template
 }
 
 // passesFlag reports whether c gives vLLM flag itself: in its command, its

@@ -187,7 +187,7 @@ func (b *builder) servingPod(tmpl *corev1.PodSpec, w *v1alpha2.WorkloadSpec, rol
 			return nil, err
 		}
 	}
-	if err := b.addKVCache(pod, w); err != nil {
+	if err := b.addKVCache(pod, w, b.ownPod(tmpl == w.Worker, role)); err != nil {
 		return nil, err
 	}
 	b.addTrustRemoteCode(pod)
