@@ -15,28 +15,31 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
-// setupWorkloads runs r, named name, for the selected workloads of obj's
-// kind.
-func (d *DataPlane) setupWorkloads(name string, obj client.Object, r reconcile.Func) error {
+// setupWorkloads runs a controller, named name, that calls report with
+// every selected workload of T's kind that exists.
+func setupWorkloads[T client.Object](d *DataPlane, name string, newObj func() T, report func(context.Context, T) error) error {
 	return builder.ControllerManagedBy(d.mgr).Named(name).
-		For(obj, builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
-		Complete(r)
+		For(newObj(), builder.WithPredicates(predicate.NewPredicateFuncs(d.selected))).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			obj := newObj()
+			if err := d.client().Get(ctx, req.NamespacedName, obj); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			if !d.selected(obj) {
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, report(ctx, obj)
+		}))
 }
 
 func (d *DataPlane) setupDeployments() error {
-	return d.setupWorkloads("simulated-deployments", &appsv1.Deployment{}, d.reconcileDeployment)
+	return setupWorkloads(d, "simulated-deployments", func() *appsv1.Deployment { return &appsv1.Deployment{} }, d.reportDeployment)
 }
 
-// reconcileDeployment reports every replica of a selected Deployment ready
-// and available, as the Deployment controller would once its Pods run.
-func (d *DataPlane) reconcileDeployment(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	dep := &appsv1.Deployment{}
-	if err := d.client().Get(ctx, req.NamespacedName, dep); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !d.selected(dep) {
-		return reconcile.Result{}, nil
-	}
+// reportDeployment reports every replica of a Deployment ready and
+// available, as the Deployment controller would once its Pods run.
+func (d *DataPlane) reportDeployment(ctx context.Context, dep *appsv1.Deployment) error {
+	key := client.ObjectKeyFromObject(dep)
 	n := ptr.Deref(dep.Spec.Replicas, 1)
 	status := dep.Status.DeepCopy()
 	status.ObservedGeneration = dep.Generation
@@ -44,11 +47,11 @@ func (d *DataPlane) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	status.UnavailableReplicas = 0
 	setDeploymentCondition(status, appsv1.DeploymentAvailable, "MinimumReplicasAvailable", "Deployment has minimum availability (simulated: no Pod runs).")
 	setDeploymentCondition(status, appsv1.DeploymentProgressing, "NewReplicaSetAvailable", "ReplicaSet is available (simulated).")
-	if wrote, err := writeStatus(ctx, d, dep, &dep.Status, *status, "report Deployment "+req.String()+" available"); err != nil || !wrote {
-		return reconcile.Result{}, err
+	if wrote, err := writeStatus(ctx, d, dep, &dep.Status, *status, "report Deployment "+key.String()+" available"); err != nil || !wrote {
+		return err
 	}
-	d.logf("Deployment %s Available: %d/%d replicas ready (generation %d)", req.NamespacedName, n, n, dep.Generation)
-	return reconcile.Result{}, nil
+	d.logf("Deployment %s Available: %d/%d replicas ready (generation %d)", key, n, n, dep.Generation)
+	return nil
 }
 
 // setDeploymentCondition sets a True condition, keeping its timestamps when
@@ -76,19 +79,13 @@ func setDeploymentCondition(status *appsv1.DeploymentStatus, kind appsv1.Deploym
 }
 
 func (d *DataPlane) setupLWS() error {
-	return d.setupWorkloads("simulated-leaderworkersets", &lwsv1.LeaderWorkerSet{}, d.reconcileLWS)
+	return setupWorkloads(d, "simulated-leaderworkersets", func() *lwsv1.LeaderWorkerSet { return &lwsv1.LeaderWorkerSet{} }, d.reportLWS)
 }
 
-// reconcileLWS reports every group of a selected LeaderWorkerSet ready, as
-// the LWS operator would once leader and worker Pods run.
-func (d *DataPlane) reconcileLWS(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	lws := &lwsv1.LeaderWorkerSet{}
-	if err := d.client().Get(ctx, req.NamespacedName, lws); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !d.selected(lws) {
-		return reconcile.Result{}, nil
-	}
+// reportLWS reports every group of a LeaderWorkerSet ready, as the LWS
+// operator would once leader and worker Pods run.
+func (d *DataPlane) reportLWS(ctx context.Context, lws *lwsv1.LeaderWorkerSet) error {
+	key := client.ObjectKeyFromObject(lws)
 	n := ptr.Deref(lws.Spec.Replicas, 1)
 	size := ptr.Deref(lws.Spec.LeaderWorkerTemplate.Size, 1)
 	status := lws.Status.DeepCopy()
@@ -101,9 +98,9 @@ func (d *DataPlane) reconcileLWS(ctx context.Context, req reconcile.Request) (re
 		Type: string(lwsv1.LeaderWorkerSetProgressing), Status: metav1.ConditionFalse, ObservedGeneration: lws.Generation,
 		Reason: "AllGroupsReady", Message: "All replicas are ready (simulated)",
 	})
-	if wrote, err := writeStatus(ctx, d, lws, &lws.Status, *status, "report LeaderWorkerSet "+req.String()+" available"); err != nil || !wrote {
-		return reconcile.Result{}, err
+	if wrote, err := writeStatus(ctx, d, lws, &lws.Status, *status, "report LeaderWorkerSet "+key.String()+" available"); err != nil || !wrote {
+		return err
 	}
-	d.logf("LeaderWorkerSet %s Available: %d/%d groups of %d pods ready (generation %d)", req.NamespacedName, n, n, size, lws.Generation)
-	return reconcile.Result{}, nil
+	d.logf("LeaderWorkerSet %s Available: %d/%d groups of %d pods ready (generation %d)", key, n, n, size, lws.Generation)
+	return nil
 }
