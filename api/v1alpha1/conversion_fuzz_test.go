@@ -15,6 +15,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // FuzzRoundTrip fills random services and presets of each version, sends them
@@ -96,7 +97,7 @@ func roundTrip[In, Via any](t *testing.T, trip string, in In, newIn func() In, n
 	if err := back(viaCopy, got); err != nil {
 		t.Fatalf("%s: convert back: %v", trip, err)
 	}
-	if diff := cmp.Diff(mustJSON(t, want), mustJSON(t, got)); diff != "" {
+	if diff := cmp.Diff(golden.JSON(t, want), golden.JSON(t, got)); diff != "" {
 		t.Fatalf("%s lost data (-want +got):\n%s", trip, diff)
 	}
 }
@@ -105,18 +106,9 @@ func roundTrip[In, Via any](t *testing.T, trip string, in In, newIn func() In, n
 // webhook do, so that only what JSON keeps is compared.
 func jsonCopy(t *testing.T, in, out any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(mustJSON(t, in)), out); err != nil {
+	if err := json.Unmarshal([]byte(golden.JSON(t, in)), out); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatalf("encode: %v", err)
-	}
-	return string(data)
 }
 
 // newFiller fills objects with values that survive JSON the way the API

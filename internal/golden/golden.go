@@ -1,6 +1,7 @@
 package golden
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -36,6 +37,17 @@ func Assert(t *testing.T, path string, got []byte) {
 	if diff := cmp.Diff(norm(want), norm(got)); diff != "" {
 		t.Errorf("%s differs (-want +got); if the change is intended, run `go test -update` and review the diff:\n%s", path, diff)
 	}
+}
+
+// JSON is v as indented JSON, one field a line, so that cmp.Diff of two
+// shows which fields differ.
+func JSON(tb testing.TB, v any) string {
+	tb.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		tb.Fatalf("encode %T as JSON: %v", v, err)
+	}
+	return string(data)
 }
 
 // Glob returns the files that match pattern (filepath.Glob), and fails the

@@ -1,7 +1,6 @@
 package badinput
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -101,7 +101,7 @@ func TestKServeExtensionsAccepted(t *testing.T) {
 				if err := cp.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(jsonOf(t, obj.Object["spec"]), jsonOf(t, got.Object["spec"])); diff != "" {
+				if diff := cmp.Diff(golden.JSON(t, obj.Object["spec"]), golden.JSON(t, got.Object["spec"])); diff != "" {
 					t.Errorf("read as %s, the stored spec differs from the one written (-written +read):\n%s", read, diff)
 				}
 			}
@@ -116,16 +116,6 @@ func checkWarned(t *testing.T, who, out string) {
 			t.Errorf("%s did not warn about %s; it said:\n%s", who, f, out)
 		}
 	}
-}
-
-// jsonOf is v as indented JSON, to compare specs field by field.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // warningRecorder keeps the API server's warnings.

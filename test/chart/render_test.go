@@ -256,7 +256,7 @@ func TestPresetsMatchShipped(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, p := range in.Presets {
-		got[p.Namespace+"/"+p.Name] = specJSON(t, p.Spec)
+		got[p.Namespace+"/"+p.Name] = golden.JSON(t, p.Spec)
 	}
 	if len(got) != len(shipped) {
 		t.Errorf("%d presets in the chart, %d shipped", len(got), len(shipped))
@@ -265,19 +265,10 @@ func TestPresetsMatchShipped(t *testing.T) {
 		key := p.Namespace + "/" + p.Name
 		if spec, ok := got[key]; !ok {
 			t.Errorf("preset %s is not in the chart", key)
-		} else if diff := cmp.Diff(specJSON(t, p.Spec), spec); diff != "" {
+		} else if diff := cmp.Diff(golden.JSON(t, p.Spec), spec); diff != "" {
 			t.Errorf("preset %s differs from presets/ (-shipped +chart):\n%s", key, diff)
 		}
 	}
-}
-
-func specJSON(t *testing.T, spec any) string {
-	t.Helper()
-	b, err := json.MarshalIndent(spec, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestControllerFlags checks the flags the values turn into.
