@@ -3,10 +3,8 @@ package controllertest
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,13 +46,21 @@ func installCRD(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
 // time after the CRD is established, and a REST mapper that asks in
 // between finds no kind.
 type discoveryLag struct {
-	path  string
-	mu    sync.Mutex
-	left  int
-	taken int
+	*apiFault
+	left int // under apiFault.mu
 }
 
-func newDiscoveryLag(gv string) *discoveryLag { return &discoveryLag{path: "/apis/" + gv} }
+func newDiscoveryLag(gv string) *discoveryLag {
+	d := &discoveryLag{}
+	d.apiFault = &apiFault{code: http.StatusNotFound, reason: metav1.StatusReasonNotFound, pick: func(req *http.Request) bool {
+		if req.URL.Path != "/apis/"+gv || d.left == 0 {
+			return false
+		}
+		d.left--
+		return true
+	}}
+	return d
+}
 
 // arm hides the group version from the next n discovery requests.
 func (d *discoveryLag) arm(n int) {
@@ -62,38 +68,6 @@ func (d *discoveryLag) arm(n int) {
 	defer d.mu.Unlock()
 	d.left = n
 }
-
-// hidden is how many requests were answered 404.
-func (d *discoveryLag) hidden() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.taken
-}
-
-func (d *discoveryLag) wrap(next http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		d.mu.Lock()
-		hide := req.Method == http.MethodGet && req.URL.Path == d.path && d.left > 0
-		if hide {
-			d.left--
-			d.taken++
-		}
-		d.mu.Unlock()
-		if !hide {
-			return next.RoundTrip(req)
-		}
-		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
-		return &http.Response{
-			StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
-			Header: http.Header{"Content-Type": []string{"application/json"}},
-			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
-		}, nil
-	})
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestCRDAppearsAfterStart removes the LeaderWorkerSet CRD, starts the
 // controller, and installs the CRD again: a multi-node service waits with a
@@ -183,7 +157,7 @@ spec:
 	e.waitExists(lws, "mn-kserve-mn")
 	t.Logf("%s the LeaderWorkerSet exists", time.Now().Format(time.StampMilli))
 	e.waitReady("mn") // LeaderWorkerSet status events arrive through the new watch
-	if lag.hidden() == 0 {
+	if lag.count() == 0 {
 		t.Error("no discovery request for the LeaderWorkerSet group was answered 404; the test did not make discovery lag")
 	}
 	e.assertSteadyState()

@@ -1,7 +1,9 @@
 package controllertest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -177,7 +179,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
 		SyncPeriod: time.Second,
 	}
-	lag := &watchLag{path: "/apis/inference.networking.k8s.io/v1/namespaces/" + e.ns + "/inferencepools"}
+	lag := newWatchLag("/apis/inference.networking.k8s.io/v1/namespaces/" + e.ns + "/inferencepools")
 	e.wrap = lag.wrap
 	e.run()
 
@@ -267,10 +269,20 @@ const watchLagFor = 12 * time.Second
 // while its watch cache of a resource is initializing, which for a CRD's
 // resource takes seconds after a restart. Lists go through.
 type watchLag struct {
-	path     string
-	mu       sync.Mutex
-	until    time.Time
-	answered int
+	*apiFault
+	until time.Time // under apiFault.mu
+}
+
+func newWatchLag(path string) *watchLag {
+	l := &watchLag{}
+	l.apiFault = &apiFault{
+		code: http.StatusTooManyRequests, reason: metav1.StatusReasonTooManyRequests, message: "storage is (re)initializing",
+		header: http.Header{"Retry-After": []string{"1"}},
+		pick: func(req *http.Request) bool {
+			return req.URL.Path == path && req.URL.Query().Get("watch") == "true" && time.Now().Before(l.until)
+		},
+	}
+	return l
 }
 
 // arm starts answering 429 for d from now.
@@ -280,32 +292,57 @@ func (l *watchLag) arm(d time.Duration) {
 	l.until = time.Now().Add(d)
 }
 
-// count is how many watches were answered 429.
-func (l *watchLag) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.answered
+// apiFault stands in for the API server on the GET requests that pick
+// chooses: it answers them with a Status error of code, reason and
+// message, and counts them.
+type apiFault struct {
+	mu sync.Mutex
+	// pick runs under mu.
+	pick     func(*http.Request) bool
+	code     int
+	reason   metav1.StatusReason
+	message  string
+	header   http.Header // besides Content-Type
+	answered int
 }
 
-func (l *watchLag) wrap(next http.RoundTripper) http.RoundTripper {
+// count is how many requests were answered with the error.
+func (f *apiFault) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answered
+}
+
+func (f *apiFault) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		l.mu.Lock()
-		lag := req.Method == http.MethodGet && req.URL.Path == l.path && req.URL.Query().Get("watch") == "true" && time.Now().Before(l.until)
-		if lag {
-			l.answered++
+		f.mu.Lock()
+		fail := req.Method == http.MethodGet && f.pick(req)
+		if fail {
+			f.answered++
 		}
-		l.mu.Unlock()
-		if !lag {
+		f.mu.Unlock()
+		if !fail {
 			return next.RoundTrip(req)
 		}
-		body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","code":429}`
+		body, err := json.Marshal(metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusFailure, Message: f.message, Reason: f.reason, Code: int32(f.code),
+		})
+		if err != nil {
+			return nil, err
+		}
+		header := http.Header{"Content-Type": []string{"application/json"}}
+		maps.Copy(header, f.header)
 		return &http.Response{
-			StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Request: req,
-			Header: http.Header{"Content-Type": []string{"application/json"}, "Retry-After": []string{"1"}},
-			Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+			StatusCode: f.code, Status: fmt.Sprintf("%d %s", f.code, http.StatusText(f.code)), Request: req, Header: header,
+			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
 		}, nil
 	})
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // decode reads a YAML service into the env's namespace without creating it.
 func (e *env) decode(doc string) *v1alpha2.LLMInferenceService {
