@@ -57,13 +57,7 @@ func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Du
 }
 
 func (r redial) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	out, err := retryRefused(ctx, func() (runtime.Object, error) {
-		out, err := r.lw.ListWithContext(ctx, opts)
-		if err != nil {
-			r.state.broken()
-		}
-		return out, err
-	})
+	out, err := redialed(ctx, r, r.lw.ListWithContext, opts)
 	if err == nil {
 		r.state.listed()
 	}
@@ -71,17 +65,23 @@ func (r redial) ListWithContext(ctx context.Context, opts metav1.ListOptions) (r
 }
 
 func (r redial) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := retryRefused(ctx, func() (watch.Interface, error) {
-		w, err := r.lw.WatchWithContext(ctx, opts)
-		if err != nil {
-			r.state.broken()
-		}
-		return w, err
-	})
+	w, err := redialed(ctx, r, r.lw.WatchWithContext, opts)
 	if err != nil || r.state == nil {
 		return w, err
 	}
 	return r.state.watching(w, opts), nil
+}
+
+// redialed calls the list-watch's list or watch through retryRefused;
+// every attempt that fails marks the informer's state broken.
+func redialed[T any](ctx context.Context, r redial, call func(context.Context, metav1.ListOptions) (T, error), opts metav1.ListOptions) (T, error) {
+	return retryRefused(ctx, func() (T, error) {
+		out, err := call(ctx, opts)
+		if err != nil {
+			r.state.broken()
+		}
+		return out, err
+	})
 }
 
 // List and Watch make redial a toolscache.ListerWatcher; the reflector
