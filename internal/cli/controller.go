@@ -55,6 +55,7 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; default: the system namespace")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", controller.DefaultMetricsBindAddress, "address of the Prometheus /metrics endpoint (plain HTTP); 0 turns it off")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", controller.DefaultHealthProbeBindAddress, "address of /healthz and /readyz; 0 turns them off")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (they show what the process holds: keep it on localhost); empty or 0: off")
 	fs.IntVar(&o.WebhookPort, "webhook-port", controller.DefaultWebhookPort, "port of the webhook server")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", controller.DefaultWebhookCertDir, "folder of the webhook server's tls.crt and tls.key")
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", controller.DefaultWebhookServiceName, "the webhook Service in the system namespace")

@@ -48,7 +48,7 @@ func TestControllerFlags(t *testing.T) {
 	got := parse(t, "--system-namespace=odh", "--watch-namespaces=a,b", "--cert-mode=cert-manager",
 		"--cert-issuer-kind=Issuer", "--cert-issuer-name=ca", "--migration-grace-period=1h", "--static-mode",
 		"--leader-elect", "--leader-election-namespace=le", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
-		"--webhook-port=9444", "--webhook-cert-dir=/certs", "--webhook-service-name=hook", "--disable-webhooks",
+		"--pprof-bind-address=127.0.0.1:6060", "--webhook-port=9444", "--webhook-cert-dir=/certs", "--webhook-service-name=hook", "--disable-webhooks",
 		"--manage-crds=false", "--max-concurrent-reconciles=8", "--preset-prefix=", "--ingress-gateway-name=gw",
 		"--ingress-gateway-namespace=gw-ns", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=gw-ns",
 		"--image=vllm=example.com/vllm:1", "--image=endpointPicker=example.com/epp:2", "--image=storageInitializer=example.com/si:3",
@@ -69,7 +69,7 @@ func TestControllerFlags(t *testing.T) {
 		},
 		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
-		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
+		PprofBindAddress: "127.0.0.1:6060", WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
 		MaxConcurrentReconciles: 8,
 		MaaS:                    true, Tiers: tier.Flags{ConfigMapNamespace: "maas", ConfigMapName: "tiers", NamespacePrefix: "acme-tier-"},
 	}

@@ -50,6 +50,10 @@ type Options struct {
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	// Default: :8081.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof (heap and CPU profiles);
+	// "" (the default) or "0" turns it off. Profiles show what the process
+	// holds in memory: bind it to localhost, or protect it.
+	PprofBindAddress string
 
 	// WebhookPort and WebhookCertDir are the webhook server's. Defaults:
 	// 9443 and /tmp/k8s-webhook-server/serving-certs.

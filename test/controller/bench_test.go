@@ -132,8 +132,12 @@ func converge(b *testing.B, n int) {
 	steady := ctl.writes() - writesBefore - settled
 	steadyReconciles := ctl.reconciles() - reconciledBefore
 
-	if path := os.Getenv("BENCH_HEAPPROFILE"); path != "" && ctl.pid() == 0 {
-		writeHeapProfile(b, path) // the in-process controller's live heap
+	if path := os.Getenv("BENCH_HEAPPROFILE"); path != "" {
+		if p, ok := ctl.(*process); ok {
+			p.heapProfile(path) // the controller process's live heap
+		} else {
+			writeHeapProfile(b, path) // the in-process controller's, with the test's
+		}
 	}
 
 	b.ReportMetric(took.Seconds(), "s-to-children")
@@ -353,7 +357,8 @@ func benchWorkers() int {
 }
 
 // writeHeapProfile writes this process's heap profile after a collection
-// (BENCH_HEAPPROFILE, with BENCH_CONTROLLER=inprocess).
+// (BENCH_HEAPPROFILE with BENCH_CONTROLLER=inprocess: the controller's heap
+// and the test's together).
 func writeHeapProfile(b *testing.B, path string) {
 	b.Helper()
 	runtime.GC()

@@ -70,6 +70,7 @@ type process struct {
 	b       *testing.B
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string
 	done    chan error
 }
 
@@ -81,10 +82,11 @@ func startProcess(b *testing.B, e *env) *process {
 		b.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
 	args := []string{
 		"controller", "--kubeconfig", testenv.Kubeconfig(b, cp.Config, ""), "--disable-webhooks", "--manage-crds=false",
 		"--system-namespace", e.sys, "--watch-namespaces", e.ns,
-		"--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--pprof-bind-address", pprofAddr,
 	}
 	if n := benchWorkers(); n > 0 {
 		args = append(args, "--max-concurrent-reconciles", strconv.Itoa(n))
@@ -101,7 +103,7 @@ func startProcess(b *testing.B, e *env) *process {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	p := &process{b: b, cmd: cmd, metrics: "http://" + addr + "/metrics", done: make(chan error, 1)}
+	p := &process{b: b, cmd: cmd, metrics: "http://" + addr + "/metrics", pprof: "http://" + pprofAddr + "/debug/pprof/", done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait(); logs.Close() }()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -123,6 +125,27 @@ func startProcess(b *testing.B, e *env) *process {
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// heapProfile writes the controller's heap profile, taken after a
+// collection, to path (BENCH_HEAPPROFILE).
+func (p *process) heapProfile(path string) {
+	resp, err := http.Get(p.pprof + "heap?gc=1")
+	if err != nil {
+		p.b.Fatalf("controller heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		p.b.Fatalf("controller heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		p.b.Fatalf("controller heap profile: %v", err)
+	}
+}
 
 func (p *process) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
