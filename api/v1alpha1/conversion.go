@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
@@ -17,6 +19,13 @@ const (
 	// AnnotationCriticality holds v1alpha1 spec.model.criticality on the
 	// stored v1alpha2 object.
 	AnnotationCriticality = "serving.kserve.io/criticality"
+	// AnnotationConversionCriticality holds, on the stored v1alpha2 object,
+	// the criticality of v1alpha1's other model specs: the LoRA adapters
+	// (spec.model.lora.adapters[i], also nested) and the speculator's model.
+	// Its value is a JSON object from the model's path below spec, dotted
+	// with list indexes ("model.lora.adapters.0", "speculator.model"), to
+	// the criticality.
+	AnnotationConversionCriticality = "serving.kserve.io/conversion-criticality"
 	// AnnotationConversionPoolSpec holds, on a v1alpha1 object, a v1alpha2
 	// pool spec that the v1alpha1 shape cannot express.
 	AnnotationConversionPoolSpec = "serving.kserve.io/conversion-pool-spec"
@@ -98,6 +107,9 @@ func ToHub(obj map[string]any) error {
 			setAnnotation(obj, AnnotationCriticality, s)
 		}
 	}
+	if err := stashCriticality(obj); err != nil {
+		return err
+	}
 	stash, hasStash := annotations(obj)[AnnotationConversionPoolSpec].(string)
 	removeAnnotation(obj, AnnotationConversionPoolSpec)
 
@@ -134,6 +146,7 @@ func FromHub(obj map[string]any) error {
 		model := ensureChild(spec, "model")
 		model["criticality"] = crit
 	}
+	restoreCriticality(obj)
 	pool := child(obj, "spec", "router", "scheduler", "pool")
 	spec, ok := pool["spec"].(map[string]any)
 	if !ok {
@@ -149,6 +162,93 @@ func FromHub(obj map[string]any) error {
 		setAnnotation(obj, AnnotationConversionPoolSpec, string(data))
 	}
 	return nil
+}
+
+// stashCriticality moves the criticality of the adapters and of the
+// speculator's model, which v1alpha2 lacks, into
+// AnnotationConversionCriticality. An object without any keeps the
+// annotation it has.
+func stashCriticality(obj map[string]any) error {
+	found := map[string]any{}
+	spec := child(obj, "spec")
+	takeAdapterCriticality(child(spec, "model"), "model", found)
+	if model := child(spec, "speculator", "model"); model != nil {
+		if crit, ok := model["criticality"]; ok {
+			delete(model, "criticality")
+			found["speculator.model"] = crit
+		}
+		takeAdapterCriticality(model, "speculator.model", found)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(found)
+	if err != nil {
+		return fmt.Errorf("%s %s: stash the criticality of adapters and speculator: %w", kindOf(obj), nameOf(obj), err)
+	}
+	setAnnotation(obj, AnnotationConversionCriticality, string(data))
+	return nil
+}
+
+// takeAdapterCriticality removes the criticality of each adapter of model,
+// nested adapters too, into found under the adapter's path.
+func takeAdapterCriticality(model map[string]any, path string, found map[string]any) {
+	adapters, _ := child(model, "lora")["adapters"].([]any)
+	for i, a := range adapters {
+		adapter, ok := a.(map[string]any)
+		if !ok {
+			continue
+		}
+		p := fmt.Sprintf("%s.lora.adapters.%d", path, i)
+		if crit, ok := adapter["criticality"]; ok {
+			delete(adapter, "criticality")
+			found[p] = crit
+		}
+		takeAdapterCriticality(adapter, p, found)
+	}
+}
+
+// restoreCriticality puts the criticality stashed by stashCriticality back
+// on the models whose paths still exist, and drops the annotation. An
+// annotation that is no JSON object of strings stays as it is (the
+// webhook refuses such a one).
+func restoreCriticality(obj map[string]any) {
+	raw, ok := annotations(obj)[AnnotationConversionCriticality].(string)
+	if !ok {
+		return
+	}
+	var stash map[string]string
+	if json.Unmarshal([]byte(raw), &stash) != nil {
+		return
+	}
+	removeAnnotation(obj, AnnotationConversionCriticality)
+	spec := child(obj, "spec")
+	for path, crit := range stash {
+		if model := walkPath(spec, strings.Split(path, ".")); model != nil {
+			model["criticality"] = crit
+		}
+	}
+}
+
+// walkPath follows keys and list indexes from v and returns the map it
+// ends at, or nil.
+func walkPath(v any, steps []string) map[string]any {
+	for _, step := range steps {
+		switch t := v.(type) {
+		case map[string]any:
+			v = t[step]
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil
+			}
+			v = t[i]
+		default:
+			return nil
+		}
+	}
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // poolSpecToHub turns a GIE v1alpha2 pool spec into the GIE v1 shape:

@@ -46,7 +46,8 @@ func FuzzRoundTrip(f *testing.F) {
 		var spokeSvc v1alpha1.LLMInferenceService
 		filler.Fill(&spokeSvc)
 		spokeSvc.TypeMeta = metav1.TypeMeta{APIVersion: "serving.kserve.io/v1alpha1", Kind: "LLMInferenceService"}
-		delete(spokeSvc.Annotations, v1alpha1.AnnotationCriticality) // the webhook rejects it on v1alpha1
+		delete(spokeSvc.Annotations, v1alpha1.AnnotationCriticality) // the webhook rejects these on v1alpha1
+		delete(spokeSvc.Annotations, v1alpha1.AnnotationConversionCriticality)
 		delete(spokeSvc.Annotations, v1alpha1.AnnotationConversionPoolSpec)
 		roundTripSpoke(t, &spokeSvc, newHubSvc, newSpokeSvc)
 
@@ -54,6 +55,7 @@ func FuzzRoundTrip(f *testing.F) {
 		filler.Fill(&spokeCfg)
 		spokeCfg.TypeMeta = metav1.TypeMeta{APIVersion: "serving.kserve.io/v1alpha1", Kind: "LLMInferenceServiceConfig"}
 		delete(spokeCfg.Annotations, v1alpha1.AnnotationCriticality)
+		delete(spokeCfg.Annotations, v1alpha1.AnnotationConversionCriticality)
 		delete(spokeCfg.Annotations, v1alpha1.AnnotationConversionPoolSpec)
 		roundTripSpoke(t, &spokeCfg, newHubCfg, newSpokeCfg)
 	})

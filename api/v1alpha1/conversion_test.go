@@ -14,7 +14,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 func kserveStyleService() *v1alpha1.LLMInferenceService {
@@ -24,9 +24,9 @@ func kserveStyleService() *v1alpha1.LLMInferenceService {
 		Spec: v1alpha1.LLMInferenceServiceSpec{
 			Model: v1alpha1.LLMModelSpec{
 				URI: "hf://meta-llama/Llama-3.1-8B", Name: ptr.To("llama"), Criticality: &crit,
-				LoRA: &v1alpha2.LoRASpec{
-					Adapters: []v1alpha2.LoRAAdapter{{Name: ptr.To("sql"), URI: "hf://team/sql-lora"}},
-					MaxRank:  ptr.To[int32](32), MaxAdapters: ptr.To[int32](2), MaxCPUAdapters: ptr.To[int32](4),
+				LoRA: &v1alpha1.LoRASpec{
+					Adapters:   []v1alpha1.LoRAAdapter{{Name: ptr.To("sql"), URI: "hf://team/sql-lora"}},
+					LoRALimits: v1alpha2.LoRALimits{MaxRank: ptr.To[int32](32), MaxAdapters: ptr.To[int32](2), MaxCPUAdapters: ptr.To[int32](4)},
 				},
 			},
 			Router: &v1alpha1.RouterSpec{
@@ -62,7 +62,7 @@ func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
 	if diff := cmp.Diff(want, hub.Spec.Router.Scheduler.Pool.Spec); diff != "" {
 		t.Errorf("pool spec (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(kserveStyleService().Spec.Model.LoRA, hub.Spec.Model.LoRA); diff != "" {
+	if diff := cmp.Diff(golden.JSON(t, kserveStyleService().Spec.Model.LoRA), golden.JSON(t, hub.Spec.Model.LoRA)); diff != "" {
 		t.Errorf("lora (-want +got):\n%s", diff)
 	}
 	back := &v1alpha1.LLMInferenceService{}
@@ -200,49 +200,80 @@ func TestScalingRoundTrips(t *testing.T) {
 
 // TestKServeExtensionsRoundTrip converts a KServe-style v1alpha1 service
 // using every field KServe added beyond the model, the workloads and the
-// router to v1alpha2 and back: the hub must hold each field, and the way
-// back must give the input again.
+// router, and KServe's status, to v1alpha2 and back, as the conversion
+// webhook does (JSON to JSON): the hub must hold each field, in v1alpha2's
+// types, and the way back must give the input again.
 func TestKServeExtensionsRoundTrip(t *testing.T) {
 	data, err := os.ReadFile("testdata/kserve-extensions.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &v1alpha1.LLMInferenceService{}
-	if err := yaml.UnmarshalStrict(data, in); err != nil {
-		t.Fatalf("strict decode into v1alpha1: %v", err)
-	}
-	hub := &v1alpha2.LLMInferenceService{}
-	if err := in.ConvertTo(hub); err != nil {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := hub.Spec
+	in, err := v1alpha1.DecodeObject(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := v1alpha1.DecodeObject(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.ToHub(obj); err != nil {
+		t.Fatal(err)
+	}
+	hubJSON := golden.JSON(t, obj)
+	// The status's conditions carry knative's severity, which the CRD keeps
+	// and metav1.Condition lacks: decode the rest strictly.
+	for _, c := range obj["status"].(map[string]any)["conditions"].([]any) {
+		delete(c.(map[string]any), "severity")
+	}
+	hub := &v1alpha2.LLMInferenceService{}
+	if err := yaml.UnmarshalStrict([]byte(golden.JSON(t, obj)), hub); err != nil {
+		t.Fatalf("strict decode of the converted object into v1alpha2: %v", err)
+	}
+	s, st := hub.Spec, hub.Status
+	adapters := s.Model.LoRA.Adapters
 	checks := map[string]bool{
-		"storageInitializer.enabled": s.StorageInitializer != nil && *s.StorageInitializer.Enabled,
-		"tracing.samplerArg":         s.Tracing != nil && *s.Tracing.SamplerArg == "0.1",
-		"speculator.config.method":   s.Speculator != nil && s.Speculator.Config["method"] == "eagle3",
-		"speculator.model.uri":       s.Speculator != nil && s.Speculator.Model.URI == "hf://RedHatAI/Qwen3-8B-speculator.eagle3",
-		"kvCacheOffloading.secondary": s.KVCacheOffloading != nil && len(s.KVCacheOffloading.Secondary) == 3 &&
+		"spec.storageInitializer.enabled": s.StorageInitializer != nil && *s.StorageInitializer.Enabled,
+		"spec.tracing.samplerArg":         s.Tracing != nil && *s.Tracing.SamplerArg == "0.1",
+		"spec.speculator.config.method":   s.Speculator != nil && s.Speculator.Config["method"] == "eagle3",
+		"spec.speculator.model.uri":       s.Speculator != nil && s.Speculator.Model.URI == "hf://RedHatAI/Qwen3-8B-speculator.eagle3",
+		"spec.kvCacheOffloading.secondary": s.KVCacheOffloading != nil && len(s.KVCacheOffloading.Secondary) == 3 &&
 			s.KVCacheOffloading.Secondary[1].FileSystem.PVC.Spec.Resources.Requests.Storage().String() == "200Gi",
-		"rolloutStrategy.maxSurge":       s.RolloutStrategy != nil && s.RolloutStrategy.MaxSurge.String() == "25%",
-		"model.confidential.resourceId":  s.Model.Confidential != nil && *s.Model.Confidential.ResourceId == "kbs:///default/key/qwen",
-		"runtime":                        s.Runtime != nil && *s.Runtime == "vllm-cuda",
-		"trustRemoteCode":                s.TrustRemoteCode,
-		"router.route.group":             *s.Router.Route.Group == "qwen-family" && *s.Router.Route.Weight == 80,
-		"router.scheduler.replicas":      *s.Router.Scheduler.Replicas == 2,
-		"router.scheduler.config.inline": strings.Contains(string(s.Router.Scheduler.Config.Inline.Raw), "queue-scorer"),
-		"router.scheduler.tokenizer":     s.Router.Scheduler.Tokenizer.Template.Containers[0].Name == "main",
-		"router.scheduler.tracing":       *s.Router.Scheduler.Tracing.ServiceName == "qwen-scheduler",
+		"spec.rolloutStrategy.maxSurge":             s.RolloutStrategy != nil && s.RolloutStrategy.MaxSurge.String() == "25%",
+		"spec.model.confidential.resourceId":        s.Model.Confidential != nil && *s.Model.Confidential.ResourceId == "kbs:///default/key/qwen",
+		"spec.model.lora.adapters[0].confidential":  len(adapters) == 2 && *adapters[0].Confidential.ResourceId == "kbs:///default/key/sql",
+		"spec.model.lora.adapters[1].lora":          len(adapters) == 2 && *adapters[1].LoRA.Adapters[0].Name == "nested",
+		"spec.runtime":                              s.Runtime != nil && *s.Runtime == "vllm-cuda",
+		"spec.trustRemoteCode":                      s.TrustRemoteCode,
+		"spec.router.route.group":                   *s.Router.Route.Group == "qwen-family" && *s.Router.Route.Weight == 80,
+		"spec.router.scheduler.replicas":            *s.Router.Scheduler.Replicas == 2,
+		"spec.router.scheduler.config.inline":       strings.Contains(string(s.Router.Scheduler.Config.Inline.Raw), "queue-scorer"),
+		"spec.router.scheduler.tokenizer":           s.Router.Scheduler.Tokenizer.Template.Containers[0].Name == "main",
+		"spec.router.scheduler.tracing":             *s.Router.Scheduler.Tracing.ServiceName == "qwen-scheduler",
+		"status.addresses[0].origin":                len(st.Addresses) == 1 && st.Addresses[0].Origin.Name == "openshift-ai-inference",
+		"status.router.group.members[0].backendRef": st.Router != nil && *st.Router.Group.Members[0].BackendRef.Port == 8000,
+		"status.workloads.scheduler.readyReplicas":  st.Workloads != nil && *st.Workloads.Scheduler.ReadyReplicas == 2,
+		"status.appliedConfigs[1].source":           len(st.AppliedConfigs) == 2 && st.AppliedConfigs[1].Source == "UserRef",
+		"metadata.annotations (criticality)": hub.Annotations[v1alpha1.AnnotationCriticality] == "Critical" &&
+			hub.Annotations[v1alpha1.AnnotationConversionCriticality] ==
+				`{"model.lora.adapters.0":"Sheddable","model.lora.adapters.1.lora.adapters.0":"Standard","speculator.model":"Standard"}`,
 	}
 	for field, ok := range checks {
 		if !ok {
-			t.Errorf("spec.%s did not reach v1alpha2", field)
+			t.Errorf("%s did not reach v1alpha2", field)
 		}
 	}
-	back := &v1alpha1.LLMInferenceService{}
-	if err := back.ConvertFrom(hub); err != nil {
+	back, err := v1alpha1.DecodeObject([]byte(hubJSON))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(in.Spec, back.Spec); diff != "" {
-		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 changed the spec (-in +back):\n%s", diff)
+	if err := v1alpha1.FromHub(back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(golden.JSON(t, in), golden.JSON(t, back)); diff != "" {
+		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 changed the object (-in +back):\n%s", diff)
 	}
 }

@@ -38,13 +38,15 @@ type LLMInferenceServiceList struct {
 // v1alpha2.LLMInferenceServiceConfig.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:path=llminferenceserviceconfigs,shortName=llmisvcconfig
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type LLMInferenceServiceConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec LLMInferenceServiceSpec `json:"spec,omitempty"`
+	Spec   LLMInferenceServiceSpec                  `json:"spec,omitempty"`
+	Status v1alpha2.LLMInferenceServiceConfigStatus `json:"status,omitempty"`
 }
 
 // LLMInferenceServiceConfigList is a list of LLMInferenceServiceConfig.
@@ -80,7 +82,33 @@ type LLMInferenceServiceSpec struct {
 	// +optional
 	BaseRefs []corev1.LocalObjectReference `json:"baseRefs,omitempty"`
 
-	v1alpha2.KServeExtensions `json:",inline"`
+	KServeExtensions `json:",inline"`
+}
+
+// KServeExtensions is v1alpha2.KServeExtensions with the v1alpha1 model spec
+// (criticality) in the speculator, as KServe's v1alpha1 has it.
+type KServeExtensions struct {
+	v1alpha2.RuntimeExtensions `json:",inline"`
+
+	// Speculator configures speculative decoding.
+	// +optional
+	Speculator *SpeculatorSpec `json:"speculator,omitempty"`
+}
+
+// SpeculatorSpec is v1alpha2.SpeculatorSpec with the v1alpha1 model spec.
+// The criticality of its model is kept in the annotation
+// serving.kserve.io/conversion-criticality of the v1alpha2 object.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.model.lora)",message="speculator.model.lora is not supported; LoRA adapters apply only to the base model"
+// +kubebuilder:validation:XValidation:rule="!has(self.config) || (size(self.config) == 0) || ('method' in self.config)",message="speculator.config.method is required; it specifies the speculative decoding strategy (e.g. eagle3, draft_model, ngram, mtp)"
+type SpeculatorSpec struct {
+	// Model is the speculator or draft model.
+	// +optional
+	Model *LLMModelSpec `json:"model,omitempty"`
+
+	// Config is vLLM's --speculative-config, key by key.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // Criticality is how important serving the model is compared with others.
@@ -111,9 +139,44 @@ type LLMModelSpec struct {
 
 	// LoRA lists adapters served on top of the base model.
 	// +optional
-	LoRA *v1alpha2.LoRASpec `json:"lora,omitempty"`
+	LoRA *LoRASpec `json:"lora,omitempty"`
 
 	// Confidential is KServe's confidential serving; accepted, not acted on.
+	// +optional
+	Confidential *v1alpha2.ConfidentialSpec `json:"confidential,omitempty"`
+}
+
+// LoRASpec is v1alpha2.LoRASpec with v1alpha1 adapters.
+type LoRASpec struct {
+	// Adapters are loaded beside the base model.
+	// +optional
+	Adapters []LoRAAdapter `json:"adapters,omitempty"`
+
+	v1alpha2.LoRALimits `json:",inline"`
+}
+
+// LoRAAdapter is v1alpha2.LoRAAdapter plus criticality: KServe's v1alpha1
+// types an adapter as its v1alpha1 model spec. The criticality is kept in
+// the annotation serving.kserve.io/conversion-criticality of the v1alpha2
+// object.
+type LoRAAdapter struct {
+	// URI is where the adapter is stored: hf://, s3:// or pvc://.
+	// +optional
+	URI string `json:"uri,omitempty"`
+	// Name is the name clients use for the adapter.
+	// +optional
+	Name *string `json:"name,omitempty"`
+	// Criticality is accepted and kept, as the model's is.
+	// +optional
+	Criticality *Criticality `json:"criticality,omitempty"`
+	// LoRA is accepted and kept, not acted on; the CRD keeps it without a
+	// schema (the type is recursive).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	LoRA *LoRASpec `json:"lora,omitempty"`
+	// Confidential is accepted and kept, not acted on.
 	// +optional
 	Confidential *v1alpha2.ConfidentialSpec `json:"confidential,omitempty"`
 }

@@ -9,8 +9,20 @@ import (
 
 // KServeExtensions are the spec fields KServe's LLMInferenceService has
 // beyond the model, the workloads and the router. Both API versions carry
-// them unchanged.
+// them unchanged but for the speculator's model, which is each version's
+// model spec.
 type KServeExtensions struct {
+	RuntimeExtensions `json:",inline"`
+
+	// Speculator configures speculative decoding: a draft or speculator
+	// model and vLLM's --speculative-config.
+	// +optional
+	Speculator *SpeculatorSpec `json:"speculator,omitempty"`
+}
+
+// RuntimeExtensions are the KServe spec fields that are the same in both API
+// versions.
+type RuntimeExtensions struct {
 	// StorageInitializer controls the init container that downloads hf://
 	// and s3:// models.
 	// +optional
@@ -20,11 +32,6 @@ type KServeExtensions struct {
 	// the model servers and the endpoint picker.
 	// +optional
 	Tracing *TracingSpec `json:"tracing,omitempty"`
-
-	// Speculator configures speculative decoding: a draft or speculator
-	// model and vLLM's --speculative-config.
-	// +optional
-	Speculator *SpeculatorSpec `json:"speculator,omitempty"`
 
 	// Runtime names a KServe ServingRuntime or ClusterServingRuntime that
 	// supplies the container image. Accepted and kept, not acted on:

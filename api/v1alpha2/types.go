@@ -42,6 +42,7 @@ type LLMInferenceServiceList struct {
 // evaluated against the merged service.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:path=llminferenceserviceconfigs,shortName=llmisvcconfig
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
@@ -49,7 +50,8 @@ type LLMInferenceServiceConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec LLMInferenceServiceSpec `json:"spec,omitempty"`
+	Spec   LLMInferenceServiceSpec         `json:"spec,omitempty"`
+	Status LLMInferenceServiceConfigStatus `json:"status,omitempty"`
 }
 
 // LLMInferenceServiceConfigList is a list of LLMInferenceServiceConfig.
@@ -124,6 +126,12 @@ type LoRASpec struct {
 	// +optional
 	Adapters []LoRAAdapter `json:"adapters,omitempty"`
 
+	LoRALimits `json:",inline"`
+}
+
+// LoRALimits are vLLM's limits for serving LoRA adapters; both API versions
+// share them.
+type LoRALimits struct {
 	// MaxRank is the highest adapter rank served (vLLM --max-lora-rank).
 	// Unset, vLLM's default applies.
 	// +optional
@@ -143,7 +151,8 @@ type LoRASpec struct {
 	MaxCPUAdapters *int32 `json:"maxCpuAdapters,omitempty"`
 }
 
-// LoRAAdapter is one LoRA adapter.
+// LoRAAdapter is one LoRA adapter. KServe types an adapter as a whole model
+// spec, so every field of LLMModelSpec is accepted here too.
 type LoRAAdapter struct {
 	// URI is where the adapter is stored: hf://, s3:// or pvc://.
 	// +optional
@@ -152,6 +161,20 @@ type LoRAAdapter struct {
 	// unique among the adapters.
 	// +optional
 	Name *string `json:"name,omitempty"`
+	// LoRA is accepted and kept, and not acted on (an adapter has no
+	// adapters of its own): render and the webhook warn. The type is
+	// recursive, so the CRD keeps it without a schema; the webhook and
+	// render decode it strictly.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	LoRA *LoRASpec `json:"lora,omitempty"`
+	// Confidential is accepted and kept, and not acted on: the adapter is
+	// downloaded as it is, and render and the webhook warn when it is
+	// enabled.
+	// +optional
+	Confidential *ConfidentialSpec `json:"confidential,omitempty"`
 }
 
 // WorkloadSpec describes one model-server workload: a Deployment for a single

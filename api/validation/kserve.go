@@ -137,6 +137,20 @@ func Unimplemented(spec *v1alpha2.LLMInferenceServiceSpec) []string {
 	if spec.Model.Confidential != nil && spec.Model.Confidential.Enabled {
 		warn("model.confidential", "the model is downloaded as it is, without decryption")
 	}
+	if spec.Model.LoRA != nil {
+		for i, a := range spec.Model.LoRA.Adapters {
+			path := fmt.Sprintf("model.lora.adapters[%d]", i)
+			if a.Confidential != nil && a.Confidential.Enabled {
+				warn(path+".confidential", "the adapter is downloaded as it is, without decryption")
+			}
+			if a.LoRA != nil {
+				warn(path+".lora", "an adapter's own adapters are not served")
+			}
+		}
+	}
+	if s := spec.Speculator; s != nil && s.Model != nil && s.Model.Confidential != nil && s.Model.Confidential.Enabled {
+		warn("speculator.model.confidential", "the speculator is downloaded as it is, without decryption")
+	}
 	if spec.Runtime != nil {
 		warn("runtime", "the presets' image serves the model, not the ServingRuntime's")
 	}

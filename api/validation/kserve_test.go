@@ -64,7 +64,7 @@ func TestValidateKServeExtensions(t *testing.T) {
 func TestUnimplemented(t *testing.T) {
 	spec := &v1alpha2.LLMInferenceServiceSpec{
 		Model:            v1alpha2.LLMModelSpec{Confidential: &v1alpha2.ConfidentialSpec{Enabled: false}},
-		KServeExtensions: v1alpha2.KServeExtensions{TrustRemoteCode: true, Tracing: &v1alpha2.TracingSpec{}},
+		KServeExtensions: v1alpha2.KServeExtensions{RuntimeExtensions: v1alpha2.RuntimeExtensions{TrustRemoteCode: true, Tracing: &v1alpha2.TracingSpec{}}},
 		Router: &v1alpha2.RouterSpec{Scheduler: &v1alpha2.SchedulerSpec{SchedulerExtensions: v1alpha2.SchedulerExtensions{
 			Config: &v1alpha2.SchedulerConfigSpec{Inline: &runtime.RawExtension{Raw: []byte(`{}`)}},
 		}}},

@@ -1,6 +1,11 @@
 package validation
 
 import (
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -65,11 +70,15 @@ type (
 func decodeVersioned[H hubObject, S spokeObject](version string, raw []byte, hub H, spoke S) field.ErrorList {
 	switch version {
 	case v1alpha2.GroupVersion.Version:
-		return decodeWithout(raw, hub, v1alpha1.AnnotationConversionPoolSpec,
-			"this annotation is written by the v1alpha1 conversion and is not valid on v1alpha2 objects")
+		if errs := decodeWithout(raw, hub, map[string]string{v1alpha1.AnnotationConversionPoolSpec: "this annotation is written by the v1alpha1 conversion and is not valid on v1alpha2 objects"}); len(errs) > 0 {
+			return errs
+		}
+		return checkCriticalityStash(hub)
 	case v1alpha1.GroupVersion.Version:
-		if errs := decodeWithout(raw, spoke, v1alpha1.AnnotationCriticality,
-			"in v1alpha1 set spec.model.criticality instead; the annotation is how v1alpha2 stores it"); len(errs) > 0 {
+		if errs := decodeWithout(raw, spoke, map[string]string{
+			v1alpha1.AnnotationCriticality:           "in v1alpha1 set spec.model.criticality instead; the annotation is how v1alpha2 stores it",
+			v1alpha1.AnnotationConversionCriticality: "in v1alpha1 set the criticality of the adapters and of spec.speculator.model instead; the annotation is how v1alpha2 stores them",
+		}); len(errs) > 0 {
 			return errs
 		}
 		if err := spoke.ConvertTo(hub); err != nil {
@@ -81,14 +90,48 @@ func decodeVersioned[H hubObject, S spokeObject](version string, raw []byte, hub
 	}
 }
 
-// decodeWithout decodes raw strictly into obj and refuses the annotation
-// key, which objects of obj's version may not carry, saying why.
-func decodeWithout(raw []byte, obj object, key, why string) field.ErrorList {
-	if errs := DecodeStrict(raw, obj); len(errs) > 0 {
-		return errs
+// checkCriticalityStash refuses a v1alpha2 object whose conversion
+// criticality annotation the v1alpha1 conversion could not read back.
+func checkCriticalityStash(obj object) field.ErrorList {
+	raw, ok := obj.GetAnnotations()[v1alpha1.AnnotationConversionCriticality]
+	if !ok {
+		return nil
 	}
-	if _, ok := obj.GetAnnotations()[key]; ok {
-		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(key), why)}
+	path := field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationConversionCriticality)
+	var stash map[string]string
+	if err := json.Unmarshal([]byte(raw), &stash); err != nil {
+		return field.ErrorList{field.Invalid(path, raw, "must be a JSON object from model paths to a criticality: "+err.Error())}
+	}
+	for _, p := range slices.Sorted(maps.Keys(stash)) {
+		switch v1alpha1.Criticality(stash[p]) {
+		case v1alpha1.Critical, v1alpha1.Standard, v1alpha1.Sheddable:
+		default:
+			return field.ErrorList{field.NotSupported(path.Key(p), stash[p], []string{"Critical", "Standard", "Sheddable"})}
+		}
 	}
 	return nil
+}
+
+// decodeWithout decodes raw strictly into obj and refuses the annotation
+// keys, which objects of obj's version may not carry, saying why.
+func decodeWithout(raw []byte, obj object, forbidden map[string]string) field.ErrorList {
+	if errs := slices.DeleteFunc(DecodeStrict(raw, obj), keptUnknown); len(errs) > 0 {
+		return errs
+	}
+	for _, key := range slices.Sorted(maps.Keys(forbidden)) {
+		if _, ok := obj.GetAnnotations()[key]; ok {
+			return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(key), forbidden[key])}
+		}
+	}
+	return nil
+}
+
+// conditionField is a field of one status condition.
+var conditionField = regexp.MustCompile(`^status\.conditions\[\d+\]\.[^.\[]+$`)
+
+// keptUnknown tells the unknown fields the CRDs keep although the Go types
+// lack them: those of a status condition, such as the severity of KServe's
+// (knative) conditions.
+func keptUnknown(e *field.Error) bool {
+	return e.Type == field.ErrorTypeForbidden && e.Detail == "unknown field" && conditionField.MatchString(e.Field)
 }

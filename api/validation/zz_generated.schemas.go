@@ -57,6 +57,7 @@ func schemaLLMInferenceServiceConfigV1alpha1() *spec.Schema {
 		"kind":       *schemaLLMInferenceServiceV1alpha1ApiVersion(),
 		"metadata":   *schemaLLMInferenceServiceV1alpha1Metadata(),
 		"spec":       *schemaLLMInferenceServiceV1alpha1Spec(),
+		"status":     *schemaLLMInferenceServiceConfigV1alpha1Status(),
 	}
 	return s
 }
@@ -72,6 +73,7 @@ func schemaLLMInferenceServiceConfigV1alpha2() *spec.Schema {
 		"kind":       *schemaLLMInferenceServiceV1alpha1ApiVersion(),
 		"metadata":   *schemaLLMInferenceServiceV1alpha1Metadata(),
 		"spec":       *schemaLLMInferenceServiceV1alpha2Spec(),
+		"status":     *schemaLLMInferenceServiceConfigV1alpha1Status(),
 	}
 	return s
 }
@@ -341,6 +343,44 @@ func schemaLLMInferenceServiceV1alpha1Spec() *spec.Schema {
 														SchemaProps: spec.SchemaProps{
 															Type: spec.StringOrArray{"object"},
 															Properties: map[string]spec.Schema{
+																"confidential": {
+																	SchemaProps: spec.SchemaProps{
+																		Type:     spec.StringOrArray{"object"},
+																		Required: []string{"enabled"},
+																		Properties: map[string]spec.Schema{
+																			"enabled": {
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"boolean"},
+																				},
+																			},
+																			"resourceId": {
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"string"},
+																				},
+																			},
+																		},
+																	},
+																},
+																"criticality": {
+																	SchemaProps: spec.SchemaProps{
+																		Type: spec.StringOrArray{"string"},
+																		Enum: []interface{}{
+																			"Critical",
+																			"Standard",
+																			"Sheddable",
+																		},
+																	},
+																},
+																"lora": {
+																	VendorExtensible: spec.VendorExtensible{
+																		Extensions: spec.Extensions{
+																			"x-kubernetes-preserve-unknown-fields": true,
+																		},
+																	},
+																	SchemaProps: spec.SchemaProps{
+																		Type: spec.StringOrArray{"object"},
+																	},
+																},
 																"name": {
 																	SchemaProps: spec.SchemaProps{
 																		Type: spec.StringOrArray{"string"},
@@ -2128,6 +2168,16 @@ func schemaLLMInferenceServiceV1alpha1Spec() *spec.Schema {
 												},
 											},
 										},
+										"criticality": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+												Enum: []interface{}{
+													"Critical",
+													"Standard",
+													"Sheddable",
+												},
+											},
+										},
 										"lora": {
 											SchemaProps: spec.SchemaProps{
 												Type: spec.StringOrArray{"object"},
@@ -2140,6 +2190,44 @@ func schemaLLMInferenceServiceV1alpha1Spec() *spec.Schema {
 																	SchemaProps: spec.SchemaProps{
 																		Type: spec.StringOrArray{"object"},
 																		Properties: map[string]spec.Schema{
+																			"confidential": {
+																				SchemaProps: spec.SchemaProps{
+																					Type:     spec.StringOrArray{"object"},
+																					Required: []string{"enabled"},
+																					Properties: map[string]spec.Schema{
+																						"enabled": {
+																							SchemaProps: spec.SchemaProps{
+																								Type: spec.StringOrArray{"boolean"},
+																							},
+																						},
+																						"resourceId": {
+																							SchemaProps: spec.SchemaProps{
+																								Type: spec.StringOrArray{"string"},
+																							},
+																						},
+																					},
+																				},
+																			},
+																			"criticality": {
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"string"},
+																					Enum: []interface{}{
+																						"Critical",
+																						"Standard",
+																						"Sheddable",
+																					},
+																				},
+																			},
+																			"lora": {
+																				VendorExtensible: spec.VendorExtensible{
+																					Extensions: spec.Extensions{
+																						"x-kubernetes-preserve-unknown-fields": true,
+																					},
+																				},
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"object"},
+																				},
+																			},
 																			"name": {
 																				SchemaProps: spec.SchemaProps{
 																					Type: spec.StringOrArray{"string"},
@@ -2270,6 +2358,16 @@ func schemaLLMInferenceServiceV1alpha1Status() *spec.Schema {
 		SchemaProps: spec.SchemaProps{
 			Type: spec.StringOrArray{"object"},
 			Properties: map[string]spec.Schema{
+				"address": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-preserve-unknown-fields": true,
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"object"},
+					},
+				},
 				"addresses": {
 					SchemaProps: spec.SchemaProps{
 						Type: spec.StringOrArray{"array"},
@@ -2279,9 +2377,66 @@ func schemaLLMInferenceServiceV1alpha1Status() *spec.Schema {
 									Type:     spec.StringOrArray{"object"},
 									Required: []string{"url"},
 									Properties: map[string]spec.Schema{
+										"CACerts": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"audience": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"models": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"array"},
+												Items: &spec.SchemaOrArray{
+													Schema: &spec.Schema{
+														SchemaProps: spec.SchemaProps{
+															Type:     spec.StringOrArray{"object"},
+															Required: []string{"name"},
+															Properties: map[string]spec.Schema{
+																"name": {
+																	SchemaProps: spec.SchemaProps{
+																		Type: spec.StringOrArray{"string"},
+																	},
+																},
+															},
+														},
+													},
+												},
+											},
+										},
 										"name": {
 											SchemaProps: spec.SchemaProps{
 												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"origin": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"object"},
+												Properties: map[string]spec.Schema{
+													"group": {
+														SchemaProps: spec.SchemaProps{
+															Type: spec.StringOrArray{"string"},
+														},
+													},
+													"kind": {
+														SchemaProps: spec.SchemaProps{
+															Type: spec.StringOrArray{"string"},
+														},
+													},
+													"name": {
+														SchemaProps: spec.SchemaProps{
+															Type: spec.StringOrArray{"string"},
+														},
+													},
+													"namespace": {
+														SchemaProps: spec.SchemaProps{
+															Type: spec.StringOrArray{"string"},
+														},
+													},
+												},
 											},
 										},
 										"url": {
@@ -2303,6 +2458,45 @@ func schemaLLMInferenceServiceV1alpha1Status() *spec.Schema {
 							Schema: &spec.Schema{
 								SchemaProps: spec.SchemaProps{
 									Type: spec.StringOrArray{"string"},
+								},
+							},
+						},
+					},
+				},
+				"appliedConfigs": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-list-type": "atomic",
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"array"},
+						Items: &spec.SchemaOrArray{
+							Schema: &spec.Schema{
+								SchemaProps: spec.SchemaProps{
+									Type:     spec.StringOrArray{"object"},
+									Required: []string{"name", "namespace", "source"},
+									Properties: map[string]spec.Schema{
+										"name": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"namespace": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"source": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+												Enum: []interface{}{
+													"Preset",
+													"UserRef",
+												},
+											},
+										},
+									},
 								},
 							},
 						},
@@ -2381,6 +2575,11 @@ func schemaLLMInferenceServiceV1alpha1Status() *spec.Schema {
 						Type: spec.StringOrArray{"array"},
 						Items: &spec.SchemaOrArray{
 							Schema: &spec.Schema{
+								VendorExtensible: spec.VendorExtensible{
+									Extensions: spec.Extensions{
+										"x-kubernetes-preserve-unknown-fields": true,
+									},
+								},
 								SchemaProps: spec.SchemaProps{
 									Type:     spec.StringOrArray{"object"},
 									Required: []string{"lastTransitionTime", "message", "reason", "status", "type"},
@@ -2464,9 +2663,29 @@ func schemaLLMInferenceServiceV1alpha1Status() *spec.Schema {
 						Format: "int64",
 					},
 				},
+				"router": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-preserve-unknown-fields": true,
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"object"},
+					},
+				},
 				"url": {
 					SchemaProps: spec.SchemaProps{
 						Type: spec.StringOrArray{"string"},
+					},
+				},
+				"workloads": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-preserve-unknown-fields": true,
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"object"},
 					},
 				},
 			},
@@ -2713,6 +2932,34 @@ func schemaLLMInferenceServiceV1alpha2Spec() *spec.Schema {
 														SchemaProps: spec.SchemaProps{
 															Type: spec.StringOrArray{"object"},
 															Properties: map[string]spec.Schema{
+																"confidential": {
+																	SchemaProps: spec.SchemaProps{
+																		Type:     spec.StringOrArray{"object"},
+																		Required: []string{"enabled"},
+																		Properties: map[string]spec.Schema{
+																			"enabled": {
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"boolean"},
+																				},
+																			},
+																			"resourceId": {
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"string"},
+																				},
+																			},
+																		},
+																	},
+																},
+																"lora": {
+																	VendorExtensible: spec.VendorExtensible{
+																		Extensions: spec.Extensions{
+																			"x-kubernetes-preserve-unknown-fields": true,
+																		},
+																	},
+																	SchemaProps: spec.SchemaProps{
+																		Type: spec.StringOrArray{"object"},
+																	},
+																},
 																"name": {
 																	SchemaProps: spec.SchemaProps{
 																		Type: spec.StringOrArray{"string"},
@@ -4540,6 +4787,34 @@ func schemaLLMInferenceServiceV1alpha2Spec() *spec.Schema {
 																	SchemaProps: spec.SchemaProps{
 																		Type: spec.StringOrArray{"object"},
 																		Properties: map[string]spec.Schema{
+																			"confidential": {
+																				SchemaProps: spec.SchemaProps{
+																					Type:     spec.StringOrArray{"object"},
+																					Required: []string{"enabled"},
+																					Properties: map[string]spec.Schema{
+																						"enabled": {
+																							SchemaProps: spec.SchemaProps{
+																								Type: spec.StringOrArray{"boolean"},
+																							},
+																						},
+																						"resourceId": {
+																							SchemaProps: spec.SchemaProps{
+																								Type: spec.StringOrArray{"string"},
+																							},
+																						},
+																					},
+																				},
+																			},
+																			"lora": {
+																				VendorExtensible: spec.VendorExtensible{
+																					Extensions: spec.Extensions{
+																						"x-kubernetes-preserve-unknown-fields": true,
+																					},
+																				},
+																				SchemaProps: spec.SchemaProps{
+																					Type: spec.StringOrArray{"object"},
+																				},
+																			},
 																			"name": {
 																				SchemaProps: spec.SchemaProps{
 																					Type: spec.StringOrArray{"string"},
@@ -4658,6 +4933,136 @@ func schemaLLMInferenceServiceV1alpha2Spec() *spec.Schema {
 					},
 					SchemaProps: spec.SchemaProps{
 						Type: spec.StringOrArray{"object"},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schemaLLMInferenceServiceConfigV1alpha1Status() *spec.Schema {
+	return &spec.Schema{
+		SchemaProps: spec.SchemaProps{
+			Type: spec.StringOrArray{"object"},
+			Properties: map[string]spec.Schema{
+				"annotations": {
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"object"},
+						AdditionalProperties: &spec.SchemaOrBool{
+							Allows: true,
+							Schema: &spec.Schema{
+								SchemaProps: spec.SchemaProps{
+									Type: spec.StringOrArray{"string"},
+								},
+							},
+						},
+					},
+				},
+				"conditions": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-list-map-keys": []interface{}{
+								"type",
+							},
+							"x-kubernetes-list-type": "map",
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"array"},
+						Items: &spec.SchemaOrArray{
+							Schema: &spec.Schema{
+								VendorExtensible: spec.VendorExtensible{
+									Extensions: spec.Extensions{
+										"x-kubernetes-preserve-unknown-fields": true,
+									},
+								},
+								SchemaProps: spec.SchemaProps{
+									Type:     spec.StringOrArray{"object"},
+									Required: []string{"lastTransitionTime", "message", "reason", "status", "type"},
+									Properties: map[string]spec.Schema{
+										"lastTransitionTime": {
+											SchemaProps: spec.SchemaProps{
+												Type:   spec.StringOrArray{"string"},
+												Format: "date-time",
+											},
+										},
+										"message": {
+											SchemaProps: spec.SchemaProps{
+												Type:      spec.StringOrArray{"string"},
+												MaxLength: schemaPtr(int64(32768)),
+											},
+										},
+										"observedGeneration": {
+											SchemaProps: spec.SchemaProps{
+												Type:    spec.StringOrArray{"integer"},
+												Format:  "int64",
+												Minimum: schemaPtr(float64(0)),
+											},
+										},
+										"reason": {
+											SchemaProps: spec.SchemaProps{
+												Type:      spec.StringOrArray{"string"},
+												MaxLength: schemaPtr(int64(1024)),
+												MinLength: schemaPtr(int64(1)),
+												Pattern:   "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+											},
+										},
+										"status": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+												Enum: []interface{}{
+													"True",
+													"False",
+													"Unknown",
+												},
+											},
+										},
+										"type": {
+											SchemaProps: spec.SchemaProps{
+												Type:      spec.StringOrArray{"string"},
+												MaxLength: schemaPtr(int64(316)),
+												Pattern:   "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+											},
+										},
+									},
+								},
+							},
+						},
+					},
+				},
+				"observedGeneration": {
+					SchemaProps: spec.SchemaProps{
+						Type:   spec.StringOrArray{"integer"},
+						Format: "int64",
+					},
+				},
+				"referencedBy": {
+					VendorExtensible: spec.VendorExtensible{
+						Extensions: spec.Extensions{
+							"x-kubernetes-list-type": "atomic",
+						},
+					},
+					SchemaProps: spec.SchemaProps{
+						Type: spec.StringOrArray{"array"},
+						Items: &spec.SchemaOrArray{
+							Schema: &spec.Schema{
+								SchemaProps: spec.SchemaProps{
+									Type: spec.StringOrArray{"object"},
+									Properties: map[string]spec.Schema{
+										"name": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+										"namespace": {
+											SchemaProps: spec.SchemaProps{
+												Type: spec.StringOrArray{"string"},
+											},
+										},
+									},
+								},
+							},
+						},
 					},
 				},
 			},

@@ -170,7 +170,7 @@ func sortAddresses(a []v1alpha2.Address) []v1alpha2.Address {
 		}
 		return strings.Compare(x.URL, y.URL)
 	})
-	return slices.Compact(a)
+	return slices.CompactFunc(a, func(x, y v1alpha2.Address) bool { return x.Name == y.Name && x.URL == y.URL })
 }
 
 // primaryURL is the first external URL: a gateway-external address whose

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"slices"
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,7 +82,7 @@ func TestRouteAddresses(t *testing.T) {
 		"no address, unknown section, missing gateway": {testRoute(nil, parent("sys", "noaddr", ""), parent("sys", "ingress", "nope"), parent("sys", "gone", "")), nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := routeAddresses(tc.route, gateways, internal); !slices.Equal(got, tc.want) {
+			if got := routeAddresses(tc.route, gateways, internal); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("addresses = %v, want %v", got, tc.want)
 			}
 		})

@@ -3,6 +3,7 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -286,7 +287,7 @@ func TestRouterNilDeletesWhatItOwned(t *testing.T) {
 	e.waitGone(clusterBinding, auth)
 	svc := e.waitReady("sim")
 	want := []v1alpha2.Address{{Name: "internal", URL: "https://sim-kserve-workload-svc." + e.ns + ".svc.cluster.local"}}
-	if !slices.Equal(svc.Status.Addresses, want) || svc.Status.URL != want[0].URL {
+	if !reflect.DeepEqual(svc.Status.Addresses, want) || svc.Status.URL != want[0].URL {
 		t.Errorf("addresses = %+v url %q, want the workload Service", svc.Status.Addresses, svc.Status.URL)
 	}
 	for _, c := range []string{"GatewaysReady", "HTTPRoutesReady", "InferencePoolReady", "SchedulerWorkloadReady"} {
