@@ -115,6 +115,8 @@ type Layer struct {
 	Name string
 	// Why says why it applied: well-known, baseRef or service.
 	Why string
+	// Namespace and Preset name the preset; both are empty for the service.
+	Namespace, Preset string
 	// Fields are the fields it set.
 	Fields []string
 }
@@ -220,7 +222,7 @@ func shapeOf(svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog) (*v1alp
 			return nil, nil, nil, err
 		}
 		baseRefs = append(baseRefs, layer)
-		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef"})
+		explained = append(explained, Layer{Name: p.ID(), Why: "baseRef", Namespace: p.Namespace, Preset: p.Name})
 	}
 	compiled, err := merge.Compile(&svc.Spec)
 	if err != nil {
@@ -267,7 +269,7 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 			return nil, err
 		}
 		layers = append(layers, layer)
-		wellKnown = append(wellKnown, Layer{Name: p.ID(), Why: "well-known"})
+		wellKnown = append(wellKnown, Layer{Name: p.ID(), Why: "well-known", Namespace: p.Namespace, Preset: p.Name})
 	}
 	layers = append(layers, own...)
 	explained = append(append(wellKnown, explained...), Layer{Name: "service", Why: "service"})

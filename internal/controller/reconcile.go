@@ -127,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	p := &pass{svc: svc, now: r.opts.Now(), conds: newConditions(svc, r.opts.Now()), status: *svc.Status.DeepCopy()}
+	dropKServeStatus(&p.status)
 	requeue, err := r.sync(ctx, p)
 	if serr := r.writeStatus(ctx, p); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
@@ -180,6 +181,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	// presets' own connector keeps from vLLM: the webhook warns about the
 	// first when the service is written, only render knows the second.
 	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, strings.Join(p.plan.Warnings, "; "))
+	p.status.AppliedConfigs = appliedConfigs(p.plan.Explanation.Layers)
 	r.access(p)
 	if p.children, err = p.res.Unstructured(); err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
@@ -92,4 +93,33 @@ func (p *pass) failed(workload bool, err error) {
 	}
 	p.conds.set(t, "False", ReasonReconcileError, err.Error())
 	p.conds.ready()
+}
+
+// appliedConfigs lists the presets merged into the spec, in merge order,
+// as KServe's status.appliedConfigs does: the well-known ones (Preset),
+// then the baseRefs (UserRef).
+func appliedConfigs(layers []engine.Layer) []v1alpha2.AppliedConfigRef {
+	var out []v1alpha2.AppliedConfigRef
+	for _, l := range layers {
+		source := "Preset"
+		switch l.Why {
+		case "service":
+			continue
+		case "baseRef":
+			source = "UserRef"
+		}
+		out = append(out, v1alpha2.AppliedConfigRef{Name: l.Preset, Namespace: l.Namespace, Source: source})
+	}
+	return out
+}
+
+// dropKServeStatus clears the status fields KServe's controller writes and
+// ours does not (a service exported from KServe with its status carries
+// them): they describe KServe's objects, not ours. The first status write
+// removes them; the status stays the same from then on.
+func dropKServeStatus(s *v1alpha2.LLMInferenceServiceStatus) {
+	s.Address, s.Router, s.Workloads = nil, nil, nil
+	for i := range s.Addresses {
+		s.Addresses[i].AddressExtensions = v1alpha2.AddressExtensions{}
+	}
 }

@@ -114,3 +114,50 @@ func TestUnimplementedFieldsInCondition(t *testing.T) {
 		t.Errorf("containers %+v, want main with --otlp-traces-endpoint", d.Spec.Template.Spec.Containers)
 	}
 }
+
+// TestKServeStatusFields: the controller fills status.appliedConfigs with
+// the presets it merged, as KServe does (well-known ones as Preset, then the
+// baseRefs as UserRef), and
+// drops the status fields KServe's controller writes and ours does not
+// (router, workloads) when a service carries them, e.g. after a move from
+// KServe.
+func TestKServeStatusFields(t *testing.T) {
+	e := start(t)
+	e.create(simService("kstatus", ""))
+	var svc *v1alpha2.LLMInferenceService
+	testenv.Eventually(t, "the service lists its presets", func() error {
+		svc = e.service("kstatus")
+		if len(svc.Status.AppliedConfigs) == 0 {
+			return fmt.Errorf("status.appliedConfigs is empty")
+		}
+		return nil
+	})
+	// simService names the CPU simulator preset in its baseRefs.
+	var got []string
+	for _, a := range svc.Status.AppliedConfigs {
+		got = append(got, a.Source+" "+a.Name)
+		if a.Namespace == "" {
+			t.Errorf("status.appliedConfigs %s: a preset without a namespace", toJSON(svc.Status.AppliedConfigs))
+		}
+	}
+	if want := []string{"Preset kserve-config-llm-template", "UserRef kserve-config-llm-cpu-simulator"}; !slices.Equal(got, want) {
+		t.Errorf("status.appliedConfigs %s, want %q in that order", toJSON(svc.Status.AppliedConfigs), want)
+	}
+	for {
+		svc.Status.Router = &v1alpha2.RouterStatus{Group: &v1alpha2.GroupStatus{Name: "from-kserve"}}
+		svc.Status.Workloads = &v1alpha2.WorkloadStatus{Primary: &v1alpha2.ObservedWorkload{ReadyReplicas: ptr(int32(3))}}
+		err := e.c.Status().Update(context.Background(), svc)
+		if !apierrors.IsConflict(err) {
+			e.must(err)
+			break
+		}
+		svc = e.service("kstatus")
+	}
+	e.update("kstatus", func(s *v1alpha2.LLMInferenceService) { s.Annotations = map[string]string{"example.com/touch": "1"} })
+	testenv.Eventually(t, "the controller drops KServe's router and workloads", func() error {
+		if st := e.service("kstatus").Status; st.Router != nil || st.Workloads != nil {
+			return fmt.Errorf("status.router %s, status.workloads %s", toJSON(st.Router), toJSON(st.Workloads))
+		}
+		return nil
+	})
+}
