@@ -112,10 +112,10 @@ type ScaleTarget struct {
 
 // KServeStatus are the status fields KServe's LLMInferenceService has beyond
 // those above, so that a service exported from KServe with its status
-// applies as it is. The controller fills appliedConfigs, and drops the
-// others, which describe KServe's objects (docs/kserve-compat.md). The CRD
-// keeps address, router and workloads without a schema (two copies of
-// theirs would cost ~20 KiB of the services CRD); the webhook and render
+// applies as it is. The controller fills appliedConfigs and workloads, and
+// drops the others, which describe KServe's objects (docs/kserve-compat.md).
+// The CRD keeps address, router and workloads without a schema (two copies
+// of theirs would cost ~20 KiB of the services CRD); the webhook and render
 // decode them strictly.
 type KServeStatus struct {
 	// Address is KServe's deprecated single address, never written.
@@ -132,7 +132,8 @@ type KServeStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Router *RouterStatus `json:"router,omitempty"`
 
-	// Workloads is KServe's observed workload resources.
+	// Workloads are the workloads the controller built, with their ready
+	// replicas.
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object

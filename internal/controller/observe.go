@@ -4,7 +4,9 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -24,7 +26,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		for _, t := range []string{v1alpha2.ConditionWorkloadsReady, v1alpha2.ConditionRouterReady, v1alpha2.ConditionReady} {
 			p.conds.set(t, metav1.ConditionFalse, ReasonStopped, msg)
 		}
-		p.status.URL, p.status.Addresses, p.status.Autoscalers = "", nil, nil
+		p.status.URL, p.status.Addresses, p.status.Autoscalers, p.status.Workloads = "", nil, nil, nil
 		p.conds.remove(ConditionAutoscalersReady)
 		r.migrationStatus(p)
 		return nil
@@ -69,7 +71,47 @@ func (r *Reconciler) workloads(ctx context.Context, p *pass) error {
 		}
 	}
 	p.conds.sum(v1alpha2.ConditionWorkloadsReady, workloadConditions, ReasonReady)
+	p.status.Workloads = &v1alpha2.WorkloadStatus{
+		Primary: observedWorkload(p.res.Named(engine.RoleMain), main, p.res.Named(engine.RoleWorker), mainLWS),
+		Prefill: observedWorkload(p.res.Named(engine.RolePrefill), prefill, p.res.Named(engine.RolePrefillWorker), prefillLWS),
+	}
+	if p.status.Workloads.Primary != nil {
+		p.status.Workloads.Service = &corev1.TypedLocalObjectReference{Kind: "Service", Name: p.plan.Names.WorkloadService}
+	}
 	return nil
+}
+
+// observedWorkload is KServe's status entry of a workload: the
+// LeaderWorkerSet lwsName when there is one, else the Deployment
+// deployName, with the ready replicas of the object read into l or d.
+// Neither name: nil.
+func observedWorkload(deployName string, d *appsv1.Deployment, lwsName string, l *lwsv1.LeaderWorkerSet) *v1alpha2.ObservedWorkload {
+	switch {
+	case lwsName != "":
+		return &v1alpha2.ObservedWorkload{
+			TypedLocalObjectReference: corev1.TypedLocalObjectReference{APIGroup: ptr.To(lwsv1.GroupVersion.Group), Kind: "LeaderWorkerSet", Name: lwsName},
+			ReadyReplicas:             readyReplicas(l, l.Status.ReadyReplicas),
+		}
+	case deployName != "":
+		return observedDeployment(deployName, d)
+	}
+	return nil
+}
+
+// observedDeployment is the status entry of the Deployment name, read into d.
+func observedDeployment(name string, d *appsv1.Deployment) *v1alpha2.ObservedWorkload {
+	return &v1alpha2.ObservedWorkload{
+		TypedLocalObjectReference: corev1.TypedLocalObjectReference{APIGroup: ptr.To(appsv1.GroupName), Kind: "Deployment", Name: name},
+		ReadyReplicas:             readyReplicas(d, d.Status.ReadyReplicas),
+	}
+}
+
+// readyReplicas is n for an object that was read, nil for one not there yet.
+func readyReplicas(obj client.Object, n int32) *int32 {
+	if obj.GetResourceVersion() == "" {
+		return nil
+	}
+	return &n
 }
 
 // objectCondition sets condition t from the readiness of the child name,

@@ -29,6 +29,9 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 	if err := r.objectCondition(ctx, p, ConditionSchedulerWorkloadReady, p.res.Named(engine.RoleScheduler), epp, func() verdict { return deploymentVerdict(epp) }); err != nil {
 		return err
 	}
+	if name := p.res.Named(engine.RoleScheduler); name != "" && p.status.Workloads != nil {
+		p.status.Workloads.Scheduler = observedDeployment(name, epp)
+	}
 
 	// The pool: either group counts; a referenced pool counts alone.
 	if hasScheduler(p.plan.Shape) {

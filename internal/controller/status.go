@@ -114,11 +114,12 @@ func appliedConfigs(layers []engine.Layer) []v1alpha2.AppliedConfigRef {
 }
 
 // dropKServeStatus clears the status fields KServe's controller writes and
-// ours does not (a service exported from KServe with its status carries
+// ours does not (a service moved from KServe with its objects carries
 // them): they describe KServe's objects, not ours. The first status write
-// removes them; the status stays the same from then on.
+// removes them; the status stays the same from then on. (workloads and
+// appliedConfigs are ours too: replaced when observed.)
 func dropKServeStatus(s *v1alpha2.LLMInferenceServiceStatus) {
-	s.Address, s.Router, s.Workloads = nil, nil, nil
+	s.Address, s.Router = nil, nil
 	for i := range s.Addresses {
 		s.Addresses[i].AddressExtensions = v1alpha2.AddressExtensions{}
 	}

@@ -154,8 +154,10 @@ func TestKServeStatusFields(t *testing.T) {
 		svc = e.service("kstatus")
 	}
 	e.update("kstatus", func(s *v1alpha2.LLMInferenceService) { s.Annotations = map[string]string{"example.com/touch": "1"} })
-	testenv.Eventually(t, "the controller drops KServe's router and workloads", func() error {
-		if st := e.service("kstatus").Status; st.Router != nil || st.Workloads != nil {
+	testenv.Eventually(t, "the controller drops KServe's router and writes its own workloads", func() error {
+		st := e.service("kstatus").Status
+		if w := st.Workloads; st.Router != nil || w == nil || w.Primary == nil || w.Primary.Kind != "Deployment" || w.Primary.Name != "kstatus-kserve" ||
+			w.Primary.ReadyReplicas == nil || w.Service == nil || w.Service.Name != "kstatus-kserve-workload-svc" || w.Prefill != nil {
 			return fmt.Errorf("status.router %s, status.workloads %s", toJSON(st.Router), toJSON(st.Workloads))
 		}
 		return nil
