@@ -213,7 +213,7 @@ func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec, own 
 			src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fs.PVC.Ref.Name}
 			vm.SubPath = fs.PVC.Ref.Path
 		default:
-			return fmt.Errorf("kvCacheOffloading.secondary[%d].fileSystem: set exactly one of emptyDir and pvc", i)
+			return fmt.Errorf("secondary[%d].fileSystem: set exactly one of emptyDir and pvc", i)
 		}
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: name, VolumeSource: src})
 		c.VolumeMounts = append(c.VolumeMounts, vm)
@@ -228,7 +228,7 @@ func (b *builder) addKVCache(pod *corev1.PodSpec, w *v1alpha2.WorkloadSpec, own 
 	}
 	data, err := json.Marshal(map[string]any{"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra})
 	if err != nil {
-		return fmt.Errorf("kvCacheOffloading: %w", err)
+		return err
 	}
 	appendFlag(c, kvTransferConfig, string(data))
 	return nil

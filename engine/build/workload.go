@@ -188,7 +188,11 @@ func (b *builder) servingPod(tmpl *corev1.PodSpec, w *v1alpha2.WorkloadSpec, rol
 		}
 	}
 	if err := b.addKVCache(pod, w, b.ownPod(tmpl == w.Worker, role)); err != nil {
-		return nil, err
+		field := "spec.kvCacheOffloading"
+		if role == "prefill" {
+			field = "spec.prefill.kvCacheOffloading"
+		}
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	b.addTrustRemoteCode(pod)
 	b.addServerTracing(pod, role)
