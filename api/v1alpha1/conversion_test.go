@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha1"
@@ -44,11 +46,32 @@ func kserveStyleService() *v1alpha1.LLMInferenceService {
 	}
 }
 
-func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
-	hub := &v1alpha2.LLMInferenceService{}
-	if err := kserveStyleService().ConvertTo(hub); err != nil {
-		t.Fatal(err)
+// ignoreTypeMeta compares objects built in a test, which have no kind, with
+// converted ones, which have theirs.
+var ignoreTypeMeta = cmpopts.IgnoreTypes(metav1.TypeMeta{})
+
+// converted is spoke converted to hub (v1alpha2); a failed conversion ends
+// the test.
+func converted[H conversion.Hub](t *testing.T, spoke conversion.Convertible, hub H) H {
+	t.Helper()
+	if err := spoke.ConvertTo(hub); err != nil {
+		t.Fatalf("convert to v1alpha2: %v", err)
 	}
+	return hub
+}
+
+// convertedBack is hub converted to spoke (v1alpha1); a failed conversion
+// ends the test.
+func convertedBack[S conversion.Convertible](t *testing.T, hub conversion.Hub, spoke S) S {
+	t.Helper()
+	if err := spoke.ConvertFrom(hub); err != nil {
+		t.Fatalf("convert to v1alpha1: %v", err)
+	}
+	return spoke
+}
+
+func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
+	hub := converted(t, kserveStyleService(), &v1alpha2.LLMInferenceService{})
 	if got := hub.Annotations[v1alpha1.AnnotationCriticality]; got != "Critical" {
 		t.Errorf("criticality annotation = %q, want Critical", got)
 	}
@@ -65,13 +88,8 @@ func TestConvertToHubMapsPoolShapeAndCriticality(t *testing.T) {
 	if diff := cmp.Diff(golden.JSON(t, kserveStyleService().Spec.Model.LoRA), golden.JSON(t, hub.Spec.Model.LoRA)); diff != "" {
 		t.Errorf("lora (-want +got):\n%s", diff)
 	}
-	back := &v1alpha1.LLMInferenceService{}
-	if err := back.ConvertFrom(hub); err != nil {
-		t.Fatal(err)
-	}
-	orig := kserveStyleService()
-	orig.TypeMeta = back.TypeMeta
-	if diff := cmp.Diff(orig, back); diff != "" {
+	back := convertedBack(t, hub, &v1alpha1.LLMInferenceService{})
+	if diff := cmp.Diff(kserveStyleService(), back, ignoreTypeMeta); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
@@ -89,10 +107,7 @@ func multiPortHub() *v1alpha2.LLMInferenceService {
 }
 
 func TestConvertFromHubStashesWhatV1alpha1CannotHold(t *testing.T) {
-	spoke := &v1alpha1.LLMInferenceService{}
-	if err := spoke.ConvertFrom(multiPortHub()); err != nil {
-		t.Fatal(err)
-	}
+	spoke := convertedBack(t, multiPortHub(), &v1alpha1.LLMInferenceService{})
 	stash := spoke.Annotations[v1alpha1.AnnotationConversionPoolSpec]
 	if !strings.Contains(stash, `"number":8002`) || !strings.Contains(stash, `"selector":{}`) {
 		t.Errorf("stash annotation = %q, want every target port and the empty selector", stash)
@@ -101,28 +116,17 @@ func TestConvertFromHubStashesWhatV1alpha1CannotHold(t *testing.T) {
 		t.Errorf("targetPortNumber = %d, want the first port 8000", got)
 	}
 
-	hub := &v1alpha2.LLMInferenceService{}
-	if err := spoke.ConvertTo(hub); err != nil {
-		t.Fatal(err)
-	}
-	want := multiPortHub()
-	want.TypeMeta = hub.TypeMeta
-	if diff := cmp.Diff(want, hub); diff != "" {
+	hub := converted(t, spoke, &v1alpha2.LLMInferenceService{})
+	if diff := cmp.Diff(multiPortHub(), hub, ignoreTypeMeta); diff != "" {
 		t.Errorf("restored hub (-want +got):\n%s", diff)
 	}
 }
 
 func TestConvertToHubIgnoresStashAfterV1alpha1Edit(t *testing.T) {
-	spoke := &v1alpha1.LLMInferenceService{}
-	if err := spoke.ConvertFrom(multiPortHub()); err != nil {
-		t.Fatal(err)
-	}
+	spoke := convertedBack(t, multiPortHub(), &v1alpha1.LLMInferenceService{})
 	spoke.Spec.Router.Scheduler.Pool.Spec.TargetPortNumber = ptr.To[int32](9000)
 
-	hub := &v1alpha2.LLMInferenceService{}
-	if err := spoke.ConvertTo(hub); err != nil {
-		t.Fatal(err)
-	}
+	hub := converted(t, spoke, &v1alpha2.LLMInferenceService{})
 	if diff := cmp.Diff([]v1alpha2.PoolPort{{Number: 9000}}, hub.Spec.Router.Scheduler.Pool.Spec.TargetPorts); diff != "" {
 		t.Errorf("the user's edit must win over the stash (-want +got):\n%s", diff)
 	}
@@ -149,16 +153,8 @@ func TestConfigConvertsLikeService(t *testing.T) {
 			}}}},
 		},
 	}
-	hub := &v1alpha2.LLMInferenceServiceConfig{}
-	if err := cfg.ConvertTo(hub); err != nil {
-		t.Fatal(err)
-	}
-	back := &v1alpha1.LLMInferenceServiceConfig{}
-	if err := back.ConvertFrom(hub); err != nil {
-		t.Fatal(err)
-	}
-	cfg.TypeMeta = back.TypeMeta
-	if diff := cmp.Diff(cfg, back); diff != "" {
+	back := convertedBack(t, converted(t, cfg, &v1alpha2.LLMInferenceServiceConfig{}), &v1alpha1.LLMInferenceServiceConfig{})
+	if diff := cmp.Diff(cfg, back, ignoreTypeMeta); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
@@ -179,20 +175,14 @@ func TestScalingRoundTrips(t *testing.T) {
 		MaxReplicas: 4,
 		WVA:         &v1alpha2.WVASpec{ActuatorSpec: v1alpha2.ActuatorSpec{KEDA: &v1alpha2.KEDAScalingSpec{CooldownPeriod: ptr.To[int32](30)}}},
 	})}
-	hub := &v1alpha2.LLMInferenceService{}
-	if err := in.ConvertTo(hub); err != nil {
-		t.Fatal(err)
-	}
+	hub := converted(t, in, &v1alpha2.LLMInferenceService{})
 	if diff := cmp.Diff(in.Spec.Scaling, hub.Spec.Scaling); diff != "" {
 		t.Errorf("spec.scaling in v1alpha2 (-v1alpha1 +v1alpha2):\n%s", diff)
 	}
 	if diff := cmp.Diff(in.Spec.Prefill, hub.Spec.Prefill); diff != "" {
 		t.Errorf("spec.prefill in v1alpha2 (-v1alpha1 +v1alpha2):\n%s", diff)
 	}
-	back := &v1alpha1.LLMInferenceService{}
-	if err := back.ConvertFrom(hub); err != nil {
-		t.Fatal(err)
-	}
+	back := convertedBack(t, hub, &v1alpha1.LLMInferenceService{})
 	if diff := cmp.Diff(in.Spec, back.Spec); diff != "" {
 		t.Errorf("v1alpha1 -> v1alpha2 -> v1alpha1 (-in +out):\n%s", diff)
 	}
