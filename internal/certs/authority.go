@@ -117,6 +117,45 @@ func (a *Authority) Bundle(ctx context.Context, c client.Client, now time.Time) 
 	return st.bundle, nil
 }
 
+// PublishBundle puts the public CA bundle where a gateway reads it: under
+// convention.CABundleKey in obj (an empty *corev1.Secret or
+// *corev1.ConfigMap) named convention.CABundleName in namespace. It reads
+// the object through r and writes it with c by server-side apply, only
+// when it is missing or holds another bundle.
+func PublishBundle(ctx context.Context, r client.Reader, c client.Client, obj client.Object, namespace string, bundle []byte) error {
+	key := types.NamespacedName{Namespace: namespace, Name: convention.CABundleName}
+	err := r.Get(ctx, key, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get the CA bundle %T %s: %w", obj, key, err)
+	}
+	meta := metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}}
+	var current []byte
+	var desired client.Object
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		current = o.Data[convention.CABundleKey]
+		desired = &corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta,
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{convention.CABundleKey: bundle},
+		}
+	case *corev1.ConfigMap:
+		current = []byte(o.Data[convention.CABundleKey])
+		desired = &corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
+			Data: map[string]string{convention.CABundleKey: string(bundle)},
+		}
+	default:
+		return fmt.Errorf("CA bundle %s: a %T cannot hold it, only a Secret or a ConfigMap", key, obj)
+	}
+	if err == nil && bytes.Equal(current, bundle) {
+		return nil
+	}
+	if err := c.Patch(ctx, desired, client.Apply, client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write the CA bundle %T %s: %w", desired, key, err)
+	}
+	return nil
+}
+
 // EnsureServingSecret keeps the secret key holding a serving certificate for
 // dnsNames (IP addresses allowed) signed by the CA: type kubernetes.io/tls
 // with tls.crt, tls.key and ca.crt, labelled managed-by odh-serving and,

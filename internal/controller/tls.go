@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -10,13 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
-	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/internal/certs"
 )
 
 // ensureTLS keeps the self-signed serving secret the presets mount, with
@@ -124,49 +121,16 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// putCA writes bundle under convention.CABundleKey into obj (an empty
-// Secret or ConfigMap) named convention.CABundleName in namespace, unless
-// it holds it already.
+// putCA publishes bundle in obj (an empty Secret or ConfigMap) in
+// namespace; certs.PublishBundle says where.
 func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace string, bundle []byte) error {
-	key := types.NamespacedName{Namespace: namespace, Name: convention.CABundleName}
 	// The cache holds Secrets labelled managed-by, not ConfigMaps: those
 	// are read from the API server, when publishedCA does not know them.
 	var reader client.Reader = r.client
 	if _, ok := obj.(*corev1.ConfigMap); ok {
 		reader = r.apiReader
 	}
-	err := reader.Get(ctx, key, obj)
-	found := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get the CA bundle %T %s: %w", obj, key, err)
-	}
-	var current []byte
-	switch o := obj.(type) {
-	case *corev1.Secret:
-		current = o.Data[convention.CABundleKey]
-	case *corev1.ConfigMap:
-		current = []byte(o.Data[convention.CABundleKey])
-	}
-	if found && bytes.Equal(current, bundle) {
-		return nil
-	}
-	var desired client.Object
-	meta := metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}}
-	if _, ok := obj.(*corev1.Secret); ok {
-		desired = &corev1.Secret{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta,
-			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{convention.CABundleKey: bundle},
-		}
-	} else {
-		desired = &corev1.ConfigMap{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
-			Data: map[string]string{convention.CABundleKey: string(bundle)},
-		}
-	}
-	if err := r.client.Patch(ctx, desired, client.Apply, client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write the CA bundle %T %s: %w", desired, key, err)
-	}
-	return nil
+	return certs.PublishBundle(ctx, reader, r.client, obj, namespace, bundle)
 }
 
 // caches reports whether the controller caches, and may write, namespace.

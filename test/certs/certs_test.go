@@ -273,3 +273,37 @@ func TestIntegrationWebhookCARotation(t *testing.T) {
 	must(t, err, "Ensure after CA rotation")
 	assertWrites(t, writes)
 }
+
+// TestIntegrationPublishBundle: the CA bundle goes into a Secret and a
+// ConfigMap by server-side apply, once; the same bundle again writes
+// nothing, a new one is written over the old, and a kind that cannot hold
+// it is refused by name.
+func TestIntegrationPublishBundle(t *testing.T) {
+	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns := testenv.NewNamespace(t, cp.Client, "bundle")
+	first, second := []byte("-----BEGIN CERTIFICATE-----\nfirst\n"), []byte("-----BEGIN CERTIFICATE-----\nsecond\n")
+	path := "/namespaces/" + ns + "/secrets/odh-serving-ca-bundle"
+
+	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, first), "publish to a Secret")
+	assertWrites(t, writes, "PATCH "+path)
+	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, first), "publish the same bundle")
+	assertWrites(t, writes)
+	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, second), "publish a new bundle")
+	assertWrites(t, writes, "PATCH "+path)
+	s := &corev1.Secret{}
+	must(t, c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "odh-serving-ca-bundle"}, s), "get the Secret")
+	if !bytes.Equal(s.Data["ca.crt"], second) || s.Labels["app.kubernetes.io/managed-by"] != "odh-serving" {
+		t.Errorf("Secret: ca.crt %q, labels %v; want the second bundle, managed by odh-serving", s.Data["ca.crt"], s.Labels)
+	}
+
+	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.ConfigMap{}, ns, first), "publish to a ConfigMap")
+	assertWrites(t, writes, "PATCH /namespaces/"+ns+"/configmaps/odh-serving-ca-bundle")
+	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.ConfigMap{}, ns, first), "publish the same bundle to the ConfigMap")
+	assertWrites(t, writes)
+
+	err := certs.PublishBundle(t.Context(), c, c, &corev1.ServiceAccount{}, ns, first)
+	if err == nil || !strings.Contains(err.Error(), ns+"/odh-serving-ca-bundle") || !strings.Contains(err.Error(), "ServiceAccount") {
+		t.Errorf("publish to a ServiceAccount: error %v, want one naming the object and the kind", err)
+	}
+	assertWrites(t, writes)
+}
