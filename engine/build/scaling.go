@@ -216,16 +216,13 @@ func (b *builder) hpa(meta metav1.ObjectMeta, target autoscalingv2.CrossVersionO
 // scaledObjectSpec is the part of KEDA's ScaledObject spec odh-serving sets,
 // in its JSON shape.
 type scaledObjectSpec struct {
-	ScaleTargetRef        scaleTarget                  `json:"scaleTargetRef"`
-	PollingInterval       *int32                       `json:"pollingInterval,omitempty"`
-	InitialCooldownPeriod *int32                       `json:"initialCooldownPeriod,omitempty"`
-	CooldownPeriod        *int32                       `json:"cooldownPeriod,omitempty"`
-	IdleReplicaCount      *int32                       `json:"idleReplicaCount,omitempty"`
-	MinReplicaCount       *int32                       `json:"minReplicaCount"`
-	MaxReplicaCount       int32                        `json:"maxReplicaCount"`
-	Advanced              *v1alpha2.KEDAAdvancedConfig `json:"advanced,omitempty"`
-	Triggers              []v1alpha2.KEDATrigger       `json:"triggers"`
-	Fallback              *v1alpha2.KEDAFallback       `json:"fallback,omitempty"`
+	ScaleTargetRef  scaleTarget            `json:"scaleTargetRef"`
+	MinReplicaCount *int32                 `json:"minReplicaCount"`
+	MaxReplicaCount int32                  `json:"maxReplicaCount"`
+	Triggers        []v1alpha2.KEDATrigger `json:"triggers"`
+	// The service's own KEDA options keep their names in the ScaledObject
+	// (the embedded fields are promoted to this level in JSON).
+	v1alpha2.KEDAScalingSpec
 }
 
 type scaleTarget struct {
@@ -255,8 +252,9 @@ func (b *builder) scaledObject(meta metav1.ObjectMeta, target autoscalingv2.Cros
 		}
 		spec.Triggers = []v1alpha2.KEDATrigger{trigger}
 	}
-	spec.PollingInterval, spec.CooldownPeriod, spec.InitialCooldownPeriod = keda.PollingInterval, keda.CooldownPeriod, keda.InitialCooldownPeriod
-	spec.IdleReplicaCount, spec.Fallback, spec.Advanced = keda.IdleReplicaCount, keda.Fallback, keda.Advanced
+	if keda != nil {
+		spec.KEDAScalingSpec = *keda
+	}
 	data, err := json.Marshal(map[string]any{"apiVersion": APIVersionKEDA, "kind": KindScaledObject, "metadata": meta, "spec": spec})
 	if err != nil {
 		return fmt.Errorf("%s: encode ScaledObject %s: %w", path, meta.Name, err)
