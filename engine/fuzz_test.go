@@ -2,13 +2,13 @@ package engine_test
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/presets/presetstest"
 )
@@ -22,10 +22,7 @@ func FuzzRender(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*/input.yaml")
 	bad, _ := filepath.Glob("testdata/bad/*.yaml")
 	for _, s := range append(seeds, bad...) {
-		data, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
-		}
+		data := golden.Read(f, s)
 		f.Add(data)
 	}
 	images := presetstest.Images(f)

@@ -59,10 +59,7 @@ func TestImagesAreAllUsed(t *testing.T) {
 	files, _ := filepath.Glob("*/preset.yaml")
 	var all strings.Builder
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := golden.Read(t, f)
 		all.Write(data)
 	}
 	for key := range images {

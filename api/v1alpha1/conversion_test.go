@@ -1,7 +1,6 @@
 package v1alpha1_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -194,10 +193,7 @@ func TestScalingRoundTrips(t *testing.T) {
 // webhook does (JSON to JSON): the hub must hold each field, in v1alpha2's
 // types, and the way back must give the input again.
 func TestKServeExtensionsRoundTrip(t *testing.T) {
-	data, err := os.ReadFile("testdata/kserve-extensions.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, "testdata/kserve-extensions.yaml")
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package manifest_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"regexp"
 	"testing"
 
@@ -83,10 +82,7 @@ func addSeedStreams(f *testing.F) {
 		f.Fatalf("only %d seed files", len(files))
 	}
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+		data := golden.Read(f, file)
 		f.Add(data)
 	}
 	for _, s := range []string{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -50,10 +49,7 @@ func TestWriterMatchesYAMLv2(t *testing.T) {
 	}
 	docs, fast := 0, 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := golden.Read(t, f)
 		split, err := Split(f, data)
 		if err != nil {
 			continue // not a stream of objects (e.g. images.yaml)
@@ -148,10 +144,7 @@ func randomMap(r *rand.Rand, depth int) map[string]any {
 // BenchmarkWriteYAML writes the children of the prefill/decode golden case
 // with yaml.v2 and with the writer that replaced it (same bytes).
 func BenchmarkWriteYAML(b *testing.B) {
-	data, err := os.ReadFile("../testdata/prefill-decode/expected.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := golden.Read(b, "../testdata/prefill-decode/expected.yaml")
 	docs, err := Split("expected.yaml", data)
 	if err != nil {
 		b.Fatal(err)

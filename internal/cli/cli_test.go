@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -51,10 +50,7 @@ func TestRenderExamples(t *testing.T) {
 }
 
 func TestRenderFromStdinAsJSON(t *testing.T) {
-	svc, err := os.ReadFile("../../examples/gpu/single-node.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := golden.Read(t, "../../examples/gpu/single-node.yaml")
 	out, _ := succeeds(t, string(svc), "render", "-f", "-", "-o", "json", "--migration-phase", "retired")
 	var list struct {
 		Kind  string           `json:"kind"`

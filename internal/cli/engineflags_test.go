@@ -1,13 +1,13 @@
 package cli_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // render, post-render and controller take the same engine flags, with the
@@ -112,10 +112,7 @@ spec:
 // The chart's controller Deployment passes every engine flag, so each
 // engine option can be set from the chart's values too.
 func TestChartPassesEveryEngineFlag(t *testing.T) {
-	deployment, err := os.ReadFile("../../charts/odh-serving/templates/deployment.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deployment := golden.Read(t, "../../charts/odh-serving/templates/deployment.yaml")
 	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
 	(&engine.Options{}).AddFlags(fs)
 	fs.VisitAll(func(f *pflag.Flag) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // pdStream is a stream like the odh-serving chart's: the shipped presets
@@ -26,18 +26,12 @@ func pdStream(tb testing.TB, n int) []byte {
 		tb.Fatalf("no presets: %v", err)
 	}
 	for _, file := range files {
-		p, err := os.ReadFile(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		p := golden.Read(tb, file)
 		name := filepath.Base(filepath.Dir(file))
 		fmt.Fprintf(&buf, "---\n# Source: odh-serving/templates/presets.yaml\n%s",
 			strings.Replace(string(p), "  name: "+name+"\n", "  name: kserve-"+name+"\n  namespace: opendatahub\n", 1))
 	}
-	svc, err := os.ReadFile("../../examples/prefill-decode.yaml")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	svc := golden.Read(tb, "../../examples/prefill-decode.yaml")
 	for i := range n {
 		fmt.Fprintf(&buf, "---\n# Source: odh-serving/templates/llminferenceservices.yaml\n%s",
 			strings.Replace(string(svc), "name: llama-pd\n", fmt.Sprintf("name: llama-pd-%04d\n", i), 1))

@@ -64,3 +64,14 @@ func Glob(tb testing.TB, pattern string) []string {
 	}
 	return files
 }
+
+// Read returns the content of the file at path, and fails the test when it
+// cannot be read.
+func Read(tb testing.TB, path string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("read %s: %v", path, err)
+	}
+	return data
+}

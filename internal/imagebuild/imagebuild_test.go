@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // buildHello builds testdata/hello as the image into a fresh directory.
@@ -57,7 +57,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 		t.Errorf("image digests differ: %s and %s", a.Images[0].Digest, b.Images[0].Digest)
 	}
 	for _, pair := range [][2]string{{a.Archive, b.Archive}, {a.SBOM, b.SBOM}} {
-		x, y := readFile(t, pair[0]), readFile(t, pair[1])
+		x, y := golden.Read(t, pair[0]), golden.Read(t, pair[1])
 		if string(x) != string(y) {
 			t.Errorf("%s and %s differ", pair[0], pair[1])
 		}
@@ -118,7 +118,7 @@ func TestArchiveNamesTheImage(t *testing.T) {
 func TestSBOMListsTheBuildInfo(t *testing.T) {
 	res := buildHello(t)
 	var doc spdxDocument
-	if err := json.Unmarshal(readFile(t, res.SBOM), &doc); err != nil {
+	if err := json.Unmarshal(golden.Read(t, res.SBOM), &doc); err != nil {
 		t.Fatalf("%s: %v", res.SBOM, err)
 	}
 	if doc.SPDXVersion != "SPDX-2.3" || doc.CreationInfo.Created != "2026-01-02T03:04:05Z" {
@@ -157,19 +157,10 @@ func TestProxyEscape(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // moduleVersion is the version go.mod requires of a module.
 func moduleVersion(t *testing.T, path string) string {
 	t.Helper()
-	for _, line := range strings.Split(string(readFile(t, "../../go.mod")), "\n") {
+	for _, line := range strings.Split(string(golden.Read(t, "../../go.mod")), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == path {
 			return f[1]
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -88,10 +87,7 @@ func loadCases(t *testing.T) []*badCase {
 
 func loadCase(t *testing.T, prefix, category, file string) *badCase {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, file)
 	c := &badCase{
 		name:     prefix + "/" + strings.TrimSuffix(filepath.Base(file), ".yaml"),
 		file:     file,

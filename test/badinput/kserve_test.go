@@ -43,10 +43,7 @@ var unimplementedFields = []string{"spec.runtime", "spec.router.route.group", "s
 // both versions; and KServe's status written through the status
 // subresource must read back the same in both versions.
 func TestKServeExtensionsAccepted(t *testing.T) {
-	data, err := os.ReadFile(kserveExtensions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, kserveExtensions)
 	docs := map[string]map[string]any{}
 	for _, version := range []string{"v1alpha1", "v1alpha2"} {
 		obj := map[string]any{}

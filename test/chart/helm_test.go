@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,9 +102,6 @@ func one(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *un
 // the controller image's default tag.
 func projectVersion(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../VERSION")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, "../../VERSION")
 	return strings.TrimSpace(string(data))
 }

@@ -3,7 +3,6 @@ package chart
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,10 +115,7 @@ func TestTemplatesUseOnlyValues(t *testing.T) {
 	}
 	hook := regexp.MustCompile(`helm\.sh/hook:\s*(\S+)|argocd\.argoproj\.io/hook`)
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := golden.Read(t, file)
 		for _, m := range action.FindAllStringSubmatch(string(data), -1) {
 			code := m[1]
 			if comment.MatchString(code) {
@@ -197,15 +193,9 @@ func TestTemplateErrors(t *testing.T) {
 // defines has a comment above it, and that every key the schema defines has
 // a default in values.yaml.
 func TestValuesDocumented(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, filepath.Join(chartDir, "values.yaml"))
 	var schema map[string]any
-	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := golden.Read(t, filepath.Join(chartDir, "values.schema.json"))
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package chartvalues
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -119,10 +118,7 @@ func seedServices(f *testing.F) [][]byte {
 	var seeds [][]byte
 	values := golden.Glob(f, "../../charts/odh-serving/ci/*-values.yaml")
 	for _, v := range values {
-		data, err := os.ReadFile(v)
-		if err != nil {
-			f.Fatal(err)
-		}
+		data := golden.Read(f, v)
 		var doc struct {
 			Services map[string]any `json:"services"`
 		}

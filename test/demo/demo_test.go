@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
@@ -171,10 +171,7 @@ func renderedKinds(t *testing.T, root, bin string, services []serviceRef) map[st
 // controller does.
 func tierConfigMap(t *testing.T, root string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, chart, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, filepath.Join(root, chart, "values.yaml"))
 	var values struct {
 		MaaS struct {
 			Tiers []any `json:"tiers"`
@@ -199,10 +196,7 @@ func tierConfigMap(t *testing.T, root string) []byte {
 
 func servicesManifest(t *testing.T, root string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, valuesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, filepath.Join(root, valuesFile))
 	var values struct {
 		Services map[string]struct {
 			Namespace   string            `json:"namespace"`
@@ -260,10 +254,7 @@ func TestExamplesAreTheDemoServices(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := golden.Read(t, f)
 			specs(f, data, got)
 		}
 		return got

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -101,10 +102,7 @@ type documented struct {
 
 func readPage(t *testing.T) *documented {
 	t.Helper()
-	data, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, page)
 	blocks := regexp.MustCompile("(?ms)^```yaml\n(.*?)^```").FindAllSubmatch(data, -1)
 	d := &documented{apps: map[string]*application{}}
 	for i, b := range blocks {

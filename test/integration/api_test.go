@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,10 +22,7 @@ import (
 
 func readObject(t *testing.T, file, namespace string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, file)
 	u := decodeYAML(t, data)
 	u.SetNamespace(namespace)
 	return u

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -27,10 +26,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	applied := 0
 	for _, file := range files {
 		t.Run(filepath.Base(filepath.Dir(file))+"/"+filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := golden.Read(t, file)
 			docs, err := manifest.Split(file, data)
 			if err != nil {
 				t.Fatal(err)

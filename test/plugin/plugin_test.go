@@ -15,6 +15,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -34,10 +35,7 @@ func setupWithBinary(t *testing.T) (*testenv.Helm, string) {
 
 	// The plugin as shipped, with the binary make install-plugin builds.
 	dir := filepath.Join(t.TempDir(), "odh-serving")
-	manifestFile, err := os.ReadFile(filepath.Join("..", "..", "plugin", "odh-serving", "plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifestFile := golden.Read(t, filepath.Join("..", "..", "plugin", "odh-serving", "plugin.yaml"))
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}

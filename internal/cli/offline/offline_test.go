@@ -14,15 +14,12 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/internal/cli/offline"
-	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+	"github.com/opendatahub-io/odh-serving/internal/golden"
 )
 
 // odh-serving-render's commands write what odh-serving's do.
 func TestSameOutputAsTheFullCommandLine(t *testing.T) {
-	stream, err := os.ReadFile("../../../examples/prefill-decode.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := golden.Read(t, "../../../examples/prefill-decode.yaml")
 	for _, args := range [][]string{
 		{"render", "-f", "-", "--cert-mode", "cert-manager", "--migration-phase", "dual"},
 		{"post-render", "--mode", "static", "--namespace", "team-a", "--image-registry", "mirror.example.com"},
