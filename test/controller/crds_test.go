@@ -69,18 +69,6 @@ func (d *discoveryLag) arm(n int) {
 	d.left = n
 }
 
-// TestCRDAppearsAfterStart removes the LeaderWorkerSet CRD, starts the
-// controller, and installs the CRD again: a multi-node service waits with a
-// clear condition, the controller keeps serving other services, and the
-// LeaderWorkerSet watch starts with no restart.
-//
-// The controller's discovery does not list the LeaderWorkerSet group
-// version for a few requests after the CRD is back, as on a loaded API
-// server: the watch must still start, with its index, and the service must
-// not keep a stale CRDMissing. It did until a restart: the first try to
-// enable the kind failed, the retry found it marked watched and added
-// neither index nor watch, and every reconcile failed listing
-// LeaderWorkerSets, backing off towards 1,000 s.
 // removeCRD deletes the one CRD of an api/crds set from the shared control
 // plane until the test ends, and returns it.
 func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefinition {
@@ -105,6 +93,18 @@ func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefiniti
 	return crd
 }
 
+// TestCRDAppearsAfterStart removes the LeaderWorkerSet CRD, starts the
+// controller, and installs the CRD again: a multi-node service waits with a
+// clear condition, the controller keeps serving other services, and the
+// LeaderWorkerSet watch starts with no restart.
+//
+// The controller's discovery does not list the LeaderWorkerSet group
+// version for a few requests after the CRD is back, as on a loaded API
+// server: the watch must still start, with its index, and the service must
+// not keep a stale CRDMissing. It did until a restart: the first try to
+// enable the kind failed, the retry found it marked watched and added
+// neither index nor watch, and every reconcile failed listing
+// LeaderWorkerSets, backing off towards 1,000 s.
 func TestCRDAppearsAfterStart(t *testing.T) {
 	crd := removeCRD(t, crds.LWS)
 
