@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -90,6 +91,22 @@ func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefiniti
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
+	// Discovery goes on serving a deleted CRD's versions for a moment; a
+	// controller started in it would map the kind and never ask again.
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		gv := crd.Spec.Group + "/" + v.Name
+		testenv.Eventually(t, "discovery no longer serves "+gv, func() error {
+			_, err := dc.ServerResourcesForGroupVersion(gv)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still served (%v)", err)
+		})
+	}
 	return crd
 }
 
