@@ -91,6 +91,11 @@ type Options struct {
 	// Prometheus is the Prometheus a ScaledObject under wva.keda queries
 	// for wva_desired_replicas, and how it authenticates.
 	Prometheus build.Prometheus
+	// ConfigMaps finds the ConfigMap that spec.router.scheduler.config.ref
+	// names (ResolveSchedulerConfig). It is data, not a flag: the
+	// controller reads the cluster, render and post-render their input.
+	// Nil: no ConfigMap is known, and a service that names one fails.
+	ConfigMaps ConfigMapLookup
 }
 
 func (o Options) withDefaults() Options {
@@ -301,15 +306,21 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 	if err := template.Evaluate(spec, data, prov.Origin); err != nil {
 		return nil, err
 	}
+	// After the templates: a ConfigMap's text is the user's, not a template.
+	from, err := resolveSchedulerConfig(spec, svc.Namespace, opts.SystemNamespace, opts.ConfigMaps)
+	if err != nil {
+		return nil, err
+	}
 	names, err := build.ChildNames(svc, spec)
 	if err != nil {
 		return nil, err
 	}
 	return &Plan{
 		Spec: spec, Shape: shape, Names: names, Stopped: build.Stopped(svc),
-		Explanation: Explanation{Layers: explained, Winners: prov.Winner},
-		Warnings:    append(validation.Unimplemented(spec), build.KVCacheConflicts(spec)...),
-		svc:         svc, opts: opts,
+		Explanation:         Explanation{Layers: explained, Winners: prov.Winner},
+		Warnings:            append(validation.Unimplemented(spec), build.KVCacheConflicts(spec)...),
+		SchedulerConfigFrom: from,
+		svc:                 svc, opts: opts,
 	}, nil
 }
 

@@ -150,6 +150,10 @@ type Plan struct {
 	// Warnings name the fields of the merged spec that are accepted but not
 	// acted on (validation.Unimplemented); callers show them to the user.
 	Warnings []string
+	// SchedulerConfigFrom is the ConfigMap key whose text became the
+	// endpoint picker's configuration (spec.router.scheduler.config.ref),
+	// as namespace/name:key; empty when there was none.
+	SchedulerConfigFrom string
 
 	svc  *v1alpha2.LLMInferenceService
 	opts Options

@@ -194,9 +194,10 @@ type SchedulerExtensions struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// Config is the endpoint picker's configuration: inline, it replaces
-	// the preset's --config-text; a ConfigMap key (ref) is accepted and
-	// not acted on (render and the webhook warn).
+	// Config is the endpoint picker's configuration, which replaces the
+	// preset's --config-text: inline, or the text of a ConfigMap key (ref)
+	// in the service's namespace, or for a name starting
+	// config-scheduler-, in the system namespace.
 	// +optional
 	Config *SchedulerConfigSpec `json:"config,omitempty"`
 

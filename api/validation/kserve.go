@@ -159,8 +159,8 @@ func Unimplemented(spec *v1alpha2.LLMInferenceServiceSpec) []string {
 			warn("router.route.group", "no routing group is formed; the route sends all of the service's traffic to it")
 		}
 		if s := r.Scheduler; s != nil {
-			if s.Config != nil && s.Config.Ref != nil && s.Config.Inline == nil {
-				warn("router.scheduler.config.ref", "the endpoint picker runs the config-llm-scheduler preset's configuration; give it inline instead")
+			if s.Config != nil && s.Config.Ref != nil && s.Config.Inline != nil {
+				warn("router.scheduler.config.ref", "config.inline is set too and wins; the ConfigMap is not read")
 			}
 			if s.Tokenizer != nil {
 				warn("router.scheduler.tokenizer", "no standalone tokenizer is deployed")

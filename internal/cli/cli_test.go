@@ -103,7 +103,20 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 			want:  `<stdin>:6: render LLMInferenceService default/bad: spec.model.uri "ftp://x": unknown storage scheme "ftp"`,
 		},
 		"unknown phase": {args: []string{"render", "-f", "-", "--migration-phase", "v2"}, want: `unknown migration phase "v2"`},
-		"no service":    {stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"}, want: "<stdin>:1: ConfigMap c is neither an LLMInferenceService, an LLMInferenceServiceConfig nor the tier ConfigMap tier-to-group-mapping"},
+		"no service":    {stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"}, want: "the input holds no LLMInferenceService"},
+		"not a kind render reads": {
+			stdin: "apiVersion: v1\nkind: Secret\nmetadata: {name: c}\n", args: []string{"render", "-f", "-"},
+			want: "<stdin>:1: Secret c is neither an LLMInferenceService, an LLMInferenceServiceConfig nor a ConfigMap (the tier list tier-to-group-mapping, or one a service names)",
+		},
+		"scheduler ConfigMap missing": {
+			stdin: schedulerConfigService, args: []string{"render", "-f", "-"},
+			want: "<stdin>:1: render LLMInferenceService team-a/chat: spec.router.scheduler.config.ref: ConfigMap not found: chat-epp in namespace team-a",
+		},
+		"scheduler ConfigMap without the key": {
+			stdin: schedulerConfigService + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: chat-epp, namespace: team-a}\ndata: {other: x}\n",
+			args:  []string{"render", "-f", "-"},
+			want:  `<stdin>:1: render LLMInferenceService team-a/chat: spec.router.scheduler.config.ref: ConfigMap team-a/chat-epp has no key "epp"`,
+		},
 		"bad tier list": {
 			stdin: maasService + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier-to-group-mapping}\ndata:\n  tiers: '- {name: premium, levl: 1}'\n",
 			args:  []string{"render", "-f", "-"},
@@ -131,6 +144,53 @@ const (
 	maasTiers = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier-to-group-mapping}\ndata:\n  tiers: |\n" +
 		"    - {name: free, level: 0, groups: [system:authenticated]}\n    - {name: premium, level: 1, groups: [premium-users]}\n"
 )
+
+// schedulerConfigService reads its endpoint picker's configuration from
+// the ConfigMap chat-epp; schedulerConfigText is such a configuration, and
+// schedulerConfigJSON the same as the endpoint picker gets it.
+const (
+	schedulerConfigService = "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: chat, namespace: team-a}\nspec:\n" +
+		"  model: {uri: hf://Qwen/Qwen3-0.6B}\n  baseRefs: [{name: kserve-config-llm-cpu-simulator}]\n" +
+		"  router:\n    route: {}\n    gateway: {}\n    scheduler:\n      config:\n        ref: {name: chat-epp, key: epp}\n"
+	schedulerConfigText = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- type: queue-scorer\n"
+	schedulerConfigJSON = `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"EndpointPickerConfig","plugins":[{"type":"queue-scorer"}]}`
+)
+
+// spec.router.scheduler.config.ref reads the endpoint picker's
+// configuration from a ConfigMap of the input, as the controller reads it
+// from the cluster: in the service's namespace (a ConfigMap without one is
+// in --namespace), or for a config-scheduler- name, in the system
+// namespace; render and post-render give the same --config-text, and no
+// "not acted on" warning.
+func TestSchedulerConfigFromConfigMap(t *testing.T) {
+	configMap := func(meta, key string) string {
+		return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: " + meta + "\ndata:\n  " + key + ": |\n" +
+			"    " + strings.ReplaceAll(strings.TrimSuffix(schedulerConfigText, "\n"), "\n", "\n    ") + "\n"
+	}
+	shared := strings.Replace(schedulerConfigService, "{name: chat-epp, key: epp}", "{name: config-scheduler-queue, key: profile}", 1)
+	for name, tc := range map[string]struct{ input, command string }{
+		"render, namespaced":                 {schedulerConfigService + configMap("{name: chat-epp, namespace: team-a}", "epp"), "render"},
+		"render, the release namespace":      {schedulerConfigService + configMap("{name: chat-epp}", "epp"), "render"},
+		"render, shared from the system one": {shared + configMap("{name: config-scheduler-queue, namespace: opendatahub}", "profile"), "render"},
+		"post-render":                        {schedulerConfigService + configMap("{name: chat-epp}", "epp"), "post-render"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{tc.command, "--namespace", "team-a"}
+			if tc.command == "render" {
+				args = append(args, "-f", "-")
+			} else {
+				args = append(args, "--mode", "static")
+			}
+			out, stderr := succeeds(t, tc.input, args...)
+			if want := "- --config-text\n        - '" + schedulerConfigJSON + "'\n"; !strings.Contains(out, want) {
+				t.Errorf("the endpoint picker lacks the ConfigMap's configuration %q:\n%s", want, out)
+			}
+			if strings.Contains(stderr, "config.ref") {
+				t.Errorf("stderr warns about config.ref, which is now acted on: %s", stderr)
+			}
+		})
+	}
+}
 
 // render with the tier ConfigMap in its input renders a published
 // service's model-user Role and its tiers' RoleBindings, as the

@@ -152,10 +152,12 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	opts.Monitoring = r.monitoring()
 	// ScaledObjects are rendered once KEDA's CRD is served and watched.
 	opts.WithoutKEDA = !r.kinds.hasCRD(crdScaledObject)
+	opts.ConfigMaps = r.configMaps(ctx)
 	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, opts); err != nil {
 		p.renderFailed(err)
-		return 0, nil
+		return schedulerConfigRequeue(nil, err), nil
 	}
+	configRequeue := schedulerConfigRequeue(p.plan, nil)
 	in, err := r.migrationInput(ctx, p)
 	if err != nil {
 		return 0, err
@@ -203,7 +205,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		if err := r.moveWeights(ctx, p); err != nil {
 			return 0, err
 		}
-		return minPositive(p.decision.RequeueAfter, certRequeue), r.observe(ctx, p)
+		return minPositive(minPositive(p.decision.RequeueAfter, certRequeue), configRequeue), r.observe(ctx, p)
 	}
 	if err := r.publishCA(ctx, p); err != nil {
 		p.failed(false, err)
@@ -224,7 +226,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	if err := r.observe(ctx, p); err != nil {
 		return 0, err
 	}
-	return minPositive(p.decision.RequeueAfter, certRequeue), nil
+	return minPositive(minPositive(p.decision.RequeueAfter, certRequeue), configRequeue), nil
 }
 
 func minPositive(a, b time.Duration) time.Duration {

@@ -343,3 +343,64 @@ func TestUnresolvedRefs(t *testing.T) {
 		t.Errorf("url = %q, want %q", svc.Status.URL, want)
 	}
 }
+
+// TestSchedulerConfigFromConfigMap: a service whose endpoint picker reads
+// its configuration from a ConfigMap (spec.router.scheduler.config.ref)
+// waits with a condition that names the ConfigMap while it is missing, gets
+// the ConfigMap's configuration as --config-text once it exists (one
+// shared from the system namespace under a config-scheduler- name too),
+// and follows an edit of it at its next reconcile.
+func TestSchedulerConfigFromConfigMap(t *testing.T) {
+	e := startWithGateway(t)
+	ctx := t.Context()
+	withConfig := func(name string) string {
+		return "    route: {}\n    gateway: {}\n    scheduler:\n      config:\n        ref: {name: " + name + ", key: epp}\n"
+	}
+	e.create(simService("sim", withConfig("sim-epp")))
+	svc := e.waitCondition("sim", v1alpha2.ConditionPresetsCombined, metav1.ConditionFalse, "CombineBaseError")
+	if msg := cond(svc, v1alpha2.ConditionPresetsCombined).Message; !strings.Contains(msg, "spec.router.scheduler.config.ref: ConfigMap not found: sim-epp in namespace "+e.ns) {
+		t.Errorf("PresetsCombined message %q does not name the missing ConfigMap", msg)
+	}
+	if e.exists(deployment(), simEPP[0]) {
+		t.Error("the endpoint picker was applied without its configuration")
+	}
+
+	configMap := func(namespace, name, kind string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Data:       map[string]string{"epp": "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: " + kind + "\n"},
+		}
+	}
+	touch := func(name, value string) {
+		e.update(name, func(s *v1alpha2.LLMInferenceService) {
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, "test.example.com/touch", value)
+		})
+	}
+	configText := func(name, want string) {
+		testenv.Eventually(t, "the endpoint picker of "+name+" runs "+want, func() error {
+			d := &appsv1.Deployment{}
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name + "-kserve-router-scheduler"}, d); err != nil {
+				return err
+			}
+			args := d.Spec.Template.Spec.Containers[0].Args
+			if i := slices.Index(args, "--config-text"); i < 0 || i+1 == len(args) || args[i+1] != want {
+				return fmt.Errorf("args %q", args)
+			}
+			return nil
+		})
+	}
+	cm := configMap(e.ns, "sim-epp", "EndpointPickerConfig")
+	e.must(e.c.Create(ctx, cm))
+	touch("sim", "1") // or wait for the retry of a missing ConfigMap
+	configText("sim", `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"EndpointPickerConfig"}`)
+	e.waitCondition("sim", v1alpha2.ConditionPresetsCombined, metav1.ConditionTrue, "")
+
+	cm.Data["epp"] = "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: queue-scorer}]\n"
+	e.must(e.c.Update(ctx, cm))
+	touch("sim", "2") // or wait for the periodic recheck
+	configText("sim", `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"EndpointPickerConfig","plugins":[{"type":"queue-scorer"}]}`)
+
+	e.must(e.c.Create(ctx, configMap(e.sys, "config-scheduler-shared", "SharedConfig")))
+	e.create(simService("shared", withConfig("config-scheduler-shared")))
+	configText("shared", `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"SharedConfig"}`)
+}

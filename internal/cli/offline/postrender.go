@@ -44,8 +44,9 @@ stdout, for helm install/upgrade/template --post-renderer.
 In static mode every LLMInferenceService is expanded into its children with
 the same engine as render and the controller. Presets come from the stream
 (the chart's presets and team presets) and from the built-in ones; a preset
-in the stream replaces a built-in one of the same name. Everything in the
-stream stays in the output, followed by the children. The controller still
+in the stream replaces a built-in one of the same name; the ConfigMaps that
+services name (spec.router.scheduler.config.ref) come from the stream too.
+Everything in the stream stays in the output, followed by the children. The controller still
 moves the HTTPRoutes' backendRef weights through the InferencePool
 migration; those routes carry the annotation
 ` + convention.AnnotationWeightsManagedBy + `: controller.
@@ -124,6 +125,7 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags, warnTo i
 	if err != nil {
 		return nil, err
 	}
+	opts.ConfigMaps = inputConfigMaps(in.Other, f.namespace)
 	// Each service's children are written as YAML where they are rendered
 	// and dropped: a thousand services' objects never sit in memory at once.
 	type chunk struct {

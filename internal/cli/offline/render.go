@@ -52,7 +52,9 @@ input files; a preset given by you replaces a built-in one of the same name
 and namespace. When the input holds the MaaS tier ConfigMap
 (tier-to-group-mapping), services with the alpha.maas.opendatahub.io/tiers
 annotation also get their model-user Role and tier RoleBindings, as the
-controller's --maas renders them. Manifests go to stdout, diagnostics to
+controller's --maas renders them. A service whose endpoint picker reads its
+configuration from a ConfigMap (spec.router.scheduler.config.ref) finds it
+among the input's ConfigMaps. Manifests go to stdout, diagnostics to
 stderr; on any error nothing is written to stdout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRender(cmd.Context(), s, f) },
@@ -79,6 +81,7 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	}
 	var services []*manifest.Service
 	var userPresets []*preset.Preset
+	var configMaps []manifest.Document
 	var errs []error
 	for _, file := range f.files {
 		data, name, err := readInput(s.In, file)
@@ -93,14 +96,17 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 		services = append(services, in.Services...)
 		userPresets = append(userPresets, in.Presets...)
 		for _, o := range in.Other {
-			if o.Object.GetKind() == "ConfigMap" && o.Object.GetName() == tier.ConfigMapName {
+			switch {
+			case isConfigMap(o) && o.Object.GetName() == tier.ConfigMapName:
 				if err := f.readTiers(&opts, o); err != nil {
 					errs = append(errs, err)
 				}
-				continue
+			case isConfigMap(o):
+				configMaps = append(configMaps, o)
+			default:
+				errs = append(errs, fmt.Errorf("%s: %s %s is neither an LLMInferenceService, an LLMInferenceServiceConfig nor a ConfigMap (the tier list %s, or one a service names)",
+					o.Where(), o.Object.GetKind(), o.Object.GetName(), tier.ConfigMapName))
 			}
-			errs = append(errs, fmt.Errorf("%s: %s %s is neither an LLMInferenceService, an LLMInferenceServiceConfig nor the tier ConfigMap %s",
-				o.Where(), o.Object.GetKind(), o.Object.GetName(), tier.ConfigMapName))
 		}
 	}
 	for _, dir := range f.presetDirs {
@@ -121,6 +127,7 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
+	opts.ConfigMaps = inputConfigMaps(configMaps, f.namespace)
 	var explainTo io.Writer
 	if f.explain {
 		explainTo = s.Err
