@@ -2,6 +2,7 @@ package controllertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -100,11 +101,13 @@ func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefiniti
 	for _, v := range crd.Spec.Versions {
 		gv := crd.Spec.Group + "/" + v.Name
 		testenv.Eventually(t, "discovery no longer serves "+gv, func() error {
-			_, err := dc.ServerResourcesForGroupVersion(gv)
-			if apierrors.IsNotFound(err) {
+			switch _, err := dc.ServerResourcesForGroupVersion(gv); {
+			case apierrors.IsNotFound(err):
 				return nil
+			case err != nil:
+				return fmt.Errorf("discovery: %w", err)
 			}
-			return fmt.Errorf("still served (%v)", err)
+			return errors.New("still served")
 		})
 	}
 	return crd
