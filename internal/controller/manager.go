@@ -99,7 +99,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	cacheOpts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: cacheTransform,
 		NewInformer:      opts.fresh.newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Secrets are many and sensitive: only ours (serving
