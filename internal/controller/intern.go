@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 	"unique"
 
@@ -10,8 +11,8 @@ import (
 )
 
 // cacheTransform is what the manager's cache does to every object before
-// keeping it: it drops the managed fields, which nothing reads, and
-// interns the object's strings.
+// keeping it: it drops the managed fields, which nothing reads, interns
+// the object's strings and trims its slices to their length.
 //
 // Why interning: the children of services made from the same presets
 // carry the same strings (label keys and values, images, arguments,
@@ -39,7 +40,7 @@ func intern(s string) string {
 
 // internStrings replaces, in place, every string reachable from v through
 // exported fields, pointers, slices, maps and interfaces by its interned
-// copy. Values not reachable through something settable (map values,
+// copy, and every slice with spare capacity by one of its length. Values not reachable through something settable (map values,
 // unexported fields) are left, except strings in maps, which are stored
 // again.
 func internStrings(v reflect.Value) {
@@ -56,7 +57,21 @@ func internStrings(v reflect.Value) {
 		for _, i := range stringFields(v.Type()) {
 			internStrings(v.Field(i))
 		}
-	case reflect.Slice, reflect.Array:
+	case reflect.Slice:
+		if v.CanSet() && v.Cap() > v.Len() {
+			// Decoders append one item at a time: give back the
+			// capacity they grew beyond the items.
+			exact := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			reflect.Copy(exact, v)
+			v.Set(exact)
+		}
+		if !holdsStrings(v.Type().Elem()) {
+			return
+		}
+		for i := range v.Len() {
+			internStrings(v.Index(i))
+		}
+	case reflect.Array:
 		if !holdsStrings(v.Type().Elem()) {
 			return
 		}
@@ -119,9 +134,13 @@ func internAny(x any) any {
 			y[intern(k)] = internAny(z)
 		}
 	case []any:
+		if cap(y) > len(y) {
+			y = slices.Clone(y)
+		}
 		for i, z := range y {
 			y[i] = internAny(z)
 		}
+		return y
 	}
 	return x
 }

@@ -39,8 +39,9 @@ func deployment(name string) *appsv1.Deployment {
 
 func same(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-func TestCacheTransformSharesStrings(t *testing.T) {
+func TestCacheTransform(t *testing.T) {
 	a, b := deployment("a"), deployment("b")
+	a.Spec.Template.Spec.Containers[0].Args = append(make([]string, 0, 8), a.Spec.Template.Spec.Containers[0].Args...)
 	want := a.DeepCopy()
 	want.ManagedFields = nil
 	for _, d := range []*appsv1.Deployment{a, b} {
@@ -52,6 +53,9 @@ func TestCacheTransformSharesStrings(t *testing.T) {
 		t.Errorf("the transform changed more than the managed fields:\n got %+v\nwant %+v", a, want)
 	}
 	ca, cb := &a.Spec.Template.Spec.Containers[0], &b.Spec.Template.Spec.Containers[0]
+	if cap(ca.Args) != len(ca.Args) {
+		t.Errorf("arguments: capacity %d after the transform, want their length %d", cap(ca.Args), len(ca.Args))
+	}
 	for what, pair := range map[string][2]string{
 		"namespace":       {a.Namespace, b.Namespace},
 		"image":           {ca.Image, cb.Image},
