@@ -141,6 +141,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// Certificates, Istio's DestinationRules, the Prometheus
 		// Operator's monitors) are read from the cache too, with its indexes.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		MapperProvider:                newRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
