@@ -39,10 +39,10 @@ func intern(s string) string {
 }
 
 // internStrings replaces, in place, every string reachable from v through
-// exported fields, pointers, slices, maps and interfaces by its interned
-// copy, and every slice with spare capacity by one of its length. Values not reachable through something settable (map values,
-// unexported fields) are left, except strings in maps, which are stored
-// again.
+// exported fields, pointers, slices, arrays, maps and interfaces by its
+// interned copy, and gives each slice it goes through a capacity equal to
+// its length. Map keys and values are stored again, interned; unexported
+// fields are left as they are.
 func internStrings(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -36,7 +37,7 @@ var builtinGroups = map[string]bool{
 func newRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	m, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create the REST mapper for %s: %w", cfg.Host, err)
 	}
 	return &builtinMappings{RESTMapper: m, known: map[schema.GroupVersionKind]meta.RESTMapping{}}, nil
 }
@@ -61,7 +62,7 @@ func (m *builtinMappings) RESTMapping(gk schema.GroupKind, versions ...string) (
 	}
 	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
 	if err != nil {
-		return nil, err
+		return nil, err // as the dynamic mapper gave it: callers look for NoMatch errors
 	}
 	m.mu.Lock()
 	m.known[gvk] = *mapping
