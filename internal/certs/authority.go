@@ -7,6 +7,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,12 +77,25 @@ type Authority struct {
 }
 
 // checkedLeaf is what a verified secret's certificate needs for the next
-// check: its validity and names, verified against the CA snapshot ca.
+// check: its validity and names, verified against the CA snapshot ca. It
+// keeps copies of those fields, not the parsed certificate: a parsed
+// certificate is a kilobyte of struct, and its IP addresses point into its
+// DER, which they would keep too (one per serving secret, thousands).
 type checkedLeaf struct {
-	uid             types.UID
-	resourceVersion string
-	ca              *caState
-	cert            *x509.Certificate // only NotBefore, NotAfter, DNSNames, IPAddresses
+	uid                 types.UID
+	resourceVersion     string
+	ca                  *caState
+	notBefore, notAfter time.Time
+	dnsNames            []string
+	ipAddresses         []net.IP
+}
+
+// check is NeedsRotation for the remembered certificate; it also returns
+// when the certificate enters its renewal window.
+func (c *checkedLeaf) check(names []string, now time.Time, window float64) (renewAt time.Time, rotate bool) {
+	cert := x509.Certificate{NotBefore: c.notBefore, NotAfter: c.notAfter, DNSNames: c.dnsNames, IPAddresses: c.ipAddresses}
+	rotate, _ = NeedsRotation(&cert, names, now, window)
+	return RenewAt(&cert, window), rotate
 }
 
 // maxChecked bounds the memo; past it, it starts again empty.
@@ -207,9 +222,9 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 		return Result{}, nil, fmt.Errorf("get serving secret %s: %w", key, err)
 	}
 	if err == nil {
-		leaf, ok := a.validLeaf(live, names, st, now)
+		leafRenew, ok := a.validLeaf(live, names, st, now)
 		if ok {
-			res := Result{RenewAt: earliest(RenewAt(leaf, life.RenewWindow), caRenew)}
+			res := Result{RenewAt: earliest(leafRenew, caRenew)}
 			if bytes.Equal(live.Data[KeyBundle], st.bundle) {
 				return res, live, nil
 			}
@@ -264,10 +279,11 @@ func (a *Authority) ensureLeaf(ctx context.Context, r client.Reader, c client.Cl
 	return res, upd, nil
 }
 
-// validLeaf reports whether the secret's certificate can stay. The parse,
-// the key match and the signature check are remembered for the secret's
-// resourceVersion and the CA snapshot; time and names are checked always.
-func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now time.Time) (*x509.Certificate, bool) {
+// validLeaf reports whether the secret's certificate can stay, and when it
+// enters its renewal window. The parse, the key match and the signature
+// check are remembered for the secret's resourceVersion and the CA
+// snapshot; time and names are checked always.
+func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now time.Time) (time.Time, bool) {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	window := a.Lifetimes.WithDefaults().RenewWindow
 	a.checkedMu.Lock()
@@ -276,11 +292,17 @@ func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now
 	if !ok || c.uid != s.UID || c.resourceVersion != s.ResourceVersion || c.ca != st || s.ResourceVersion == "" {
 		pair, err := ParsePair(s.Data[KeyCert], s.Data[KeyKey])
 		if err != nil || !SignedBy(pair.Cert, st.bundleCert) {
-			return nil, false
+			return time.Time{}, false
 		}
-		c = checkedLeaf{uid: s.UID, resourceVersion: s.ResourceVersion, ca: st, cert: &x509.Certificate{
-			NotBefore: pair.Cert.NotBefore, NotAfter: pair.Cert.NotAfter, DNSNames: pair.Cert.DNSNames, IPAddresses: pair.Cert.IPAddresses,
-		}}
+		ips := make([]net.IP, len(pair.Cert.IPAddresses))
+		for i, ip := range pair.Cert.IPAddresses {
+			ips[i] = slices.Clone(ip)
+		}
+		c = checkedLeaf{
+			uid: s.UID, resourceVersion: s.ResourceVersion, ca: st,
+			notBefore: pair.Cert.NotBefore, notAfter: pair.Cert.NotAfter,
+			dnsNames: slices.Clone(pair.Cert.DNSNames), ipAddresses: ips,
+		}
 		a.checkedMu.Lock()
 		if a.checked == nil || len(a.checked) >= maxChecked {
 			a.checked = map[types.NamespacedName]checkedLeaf{}
@@ -288,10 +310,8 @@ func (a *Authority) validLeaf(s *corev1.Secret, names []string, st *caState, now
 		a.checked[key] = c
 		a.checkedMu.Unlock()
 	}
-	if rotate, _ := NeedsRotation(c.cert, names, now, window); rotate {
-		return nil, false
-	}
-	return c.cert, true
+	renewAt, rotate := c.check(names, now, window)
+	return renewAt, !rotate
 }
 
 // current returns the CA, reading it at most every caRefresh and creating or

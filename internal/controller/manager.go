@@ -99,7 +99,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	cacheOpts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: cacheTransform,
 		NewInformer:      opts.fresh.newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Secrets are many and sensitive: only ours (serving
@@ -141,6 +141,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// Certificates, Istio's DestinationRules, the Prometheus
 		// Operator's monitors) are read from the cache too, with its indexes.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		MapperProvider:                newRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
