@@ -68,8 +68,9 @@
 //     alpha.maas.opendatahub.io/tiers (a JSON list of tier names, []
 //     meaning every tier) whose list contains the caller's tier. Other
 //     services are NotFound. A service whose annotation is not such a list
-//     is unpublished: get answers 422 naming the annotation, and lists in
-//     its namespace carry a warning. Tier names the configuration does not
+//     is unpublished: get answers 404 (NotFound) for every tier, as for a
+//     service the tier may not use, and lists in its namespace carry a
+//     warning naming the annotation. Tier names the configuration does not
 //     define come back as warnings (kubectl prints them).
 //   - tierreviews (cluster; create): spec {user, groups} gives status {tier,
 //     displayName, level}, or status.error when no tier matches.
