@@ -1,13 +1,20 @@
 package presets_test
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
@@ -70,4 +77,78 @@ func TestImagesAreAllUsed(t *testing.T) {
 			t.Errorf("images.yaml key %q is used by no preset", key)
 		}
 	}
+}
+
+// TestEPPPoolGroupFollowsPhase renders every preset sample and every
+// example that starts an endpoint picker in every migration phase: the
+// endpoint picker's --pool-group and --pool-name must name a pool that is
+// rendered in that phase, or it finds no pool to serve.
+func TestEPPPoolGroupFollowsPhase(t *testing.T) {
+	samples := golden.Glob(t, "*/sample.yaml")
+	examples, err := filepath.Glob("../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := filepath.Glob("../examples/gpu/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, images := presetstest.Catalog(t, nil), presetstest.Images(t)
+	for _, phase := range convention.Phases {
+		epps := 0
+		for _, file := range slices.Concat(samples, examples, gpu) {
+			in, err := manifest.DecodeFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range in.Services {
+				name := fmt.Sprintf("%s/%s/%s", phase, file, s.Service.Name)
+				res, err := engine.Render(t.Context(), s.Service, catalog, engine.Options{Images: images, Phase: phase})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				pools := map[string]bool{} // "group/name" of each rendered pool
+				for _, o := range res.Objects {
+					gvk := o.GetObjectKind().GroupVersionKind()
+					if gvk.Kind == "InferencePool" {
+						pools[gvk.Group+"/"+o.GetName()] = true
+					}
+				}
+				for i, o := range res.Objects {
+					d, ok := o.(*appsv1.Deployment)
+					if !ok || res.Children[i].Role != engine.RoleScheduler {
+						continue
+					}
+					epps++
+					main := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == build.MainContainer })
+					if main < 0 {
+						t.Fatalf("%s: the endpoint picker %s has no container %s", name, d.Name, build.MainContainer)
+					}
+					args := d.Spec.Template.Spec.Containers[main].Args
+					group, poolName := argValue(args, "--pool-group"), argValue(args, "--pool-name")
+					if !pools[group+"/"+poolName] {
+						t.Errorf("%s: the endpoint picker %s watches --pool-group %s --pool-name %s, but the %s phase renders only the pools %v",
+							name, d.Name, group, poolName, phase, slices.Sorted(maps.Keys(pools)))
+					}
+				}
+			}
+		}
+		if epps == 0 {
+			t.Errorf("phase %s: no sample or example starts an endpoint picker; the test checks nothing", phase)
+		}
+	}
+}
+
+// argValue is the value of flag in args ("flag value" or "flag=value"), or
+// "" when args do not set it.
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,7 @@ func (b *builder) scheduler() error {
 		replicas = *s.Replicas
 	}
 	setSchedulerConfig(s, pod)
+	setPoolGroup(pod, b.poolGroup())
 	b.addSchedulerTracing(pod)
 	podLabels, podAnnotations := schedulerPodMeta(s, b.labels(ComponentScheduler))
 	b.add(&appsv1.Deployment{
@@ -83,6 +85,44 @@ func (b *builder) scheduler() error {
 	b.certificate(b.names.eppCert, b.names.eppService, b.names.eppTLSSecret, ComponentScheduler)
 	b.add(b.eppRBAC(sa)...)
 	return nil
+}
+
+// poolGroup is the API group of the pool the endpoint picker watches: the
+// v1alpha2 pool in the alpha2 phase, the only one rendered then, and the
+// v1 pool in every later phase (it exists from dual on, and the v1alpha2
+// pool is gone once retired).
+func (b *builder) poolGroup() string {
+	if b.opts.Phase == convention.PhaseAlpha2 {
+		return GroupPoolV1alpha2
+	}
+	return GroupPoolV1
+}
+
+// setPoolGroup makes the endpoint picker's --pool-group the given group:
+// the value after the flag is replaced wherever the template sets it, and
+// the flag is added when it does not (the endpoint picker's own default
+// is the v1 group, wrong in the alpha2 phase).
+func setPoolGroup(pod *corev1.PodSpec, group string) {
+	main := containerIndex(pod.Containers, MainContainer)
+	if main < 0 {
+		return
+	}
+	c := &pod.Containers[main]
+	found := false
+	for i := 0; i < len(c.Args); i++ {
+		switch a := c.Args[i]; {
+		case (a == "--pool-group" || a == "-pool-group") && i+1 < len(c.Args):
+			i++
+			c.Args[i] = group
+			found = true
+		case strings.HasPrefix(a, "--pool-group="), strings.HasPrefix(a, "-pool-group="):
+			c.Args[i] = a[:strings.IndexByte(a, '=')+1] + group
+			found = true
+		}
+	}
+	if !found {
+		c.Args = append(c.Args, "--pool-group", group)
+	}
 }
 
 // eppService exposes the endpoint picker's grpc, grpc-health and metrics

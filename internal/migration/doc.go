@@ -5,11 +5,16 @@
 //
 // The phases, in order (engine/build renders each one):
 //
-//	phase    pools rendered     route weights (v1alpha2 / v1)   annotation
-//	alpha2   v1alpha2           preset weight / -               -
-//	dual     v1alpha2 + v1      100 / 0                         -
-//	v1       v1alpha2 + v1      0 / 100                         inference-pool-migrated: v1
-//	retired  v1                 - / preset weight               inference-pool-migrated: v1
+//	phase    pools rendered     route weights (v1alpha2 / v1)   annotation                    EPP --pool-group
+//	alpha2   v1alpha2           preset weight / -               -                             inference.networking.x-k8s.io
+//	dual     v1alpha2 + v1      100 / 0                         -                             inference.networking.k8s.io
+//	v1       v1alpha2 + v1      0 / 100                         inference-pool-migrated: v1   inference.networking.k8s.io
+//	retired  v1                 - / preset weight               inference-pool-migrated: v1   inference.networking.k8s.io
+//
+// The endpoint picker watches the pool of one group (its --pool-group,
+// which the engine sets whatever the preset says): the only pool there is
+// in alpha2, and the v1 pool from dual on, so it does not restart as the
+// route's weights move or when the v1alpha2 pool is retired.
 //
 // Decide is a pure function of what the controller read: the service (its
 // recorded phase and the InferencePoolMigrated condition), the live route,
