@@ -10,11 +10,11 @@ import (
 
 func TestServiceAccountName(t *testing.T) {
 	for user, want := range map[string]string{
-		"alice":                     "alice-522b276a",
-		"Alice@Example.com":         "alice-example-com-022ffe69",
+		"alice":                     "alice-2bd806c97f0e00af",
+		"Alice@Example.com":         "alice-example-com-f8db6f2f05fc7ed9",
 		"system:serviceaccount:a:b": "system-serviceaccount-a-b-",
 		"@@@":                       "user-",
-		strings.Repeat("x", 100):    strings.Repeat("x", 54) + "-",
+		strings.Repeat("x", 100):    strings.Repeat("x", 46) + "-",
 	} {
 		got := ServiceAccountName(user)
 		if !strings.HasPrefix(got, want) || len(got) > 63 {

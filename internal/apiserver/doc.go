@@ -75,14 +75,17 @@
 //   - tierreviews (cluster; create): spec {user, groups} gives status {tier,
 //     displayName, level}, or status.error when no tier matches.
 //   - tokenrequests (cluster; create): the caller's tier, then the
-//     ServiceAccount <sanitized user>-<first 8 hex of sha1(user)> in the
-//     tier's namespace (made on first use), then a token of it through
+//     ServiceAccount <sanitized user>-<first 16 hex of sha256(user)> in
+//     the tier's namespace (made on first use; one that stands for another
+//     user, by its annotation maas.opendatahub.io/username, is refused with
+//     409), then a token of it through
 //     the TokenRequest API with audience --token-audience and
 //     spec.expirationSeconds between 600 and --token-max-expiration
 //     (default 14400). A caller that is itself a ServiceAccount of a tier
 //     namespace is refused (403): a MaaS token cannot mint tokens.
-//   - tokenrevocations (cluster; create): the caller's ServiceAccount is
-//     deleted and made again; its earlier tokens stop authenticating (the
+//   - tokenrevocations (cluster; create): the caller's ServiceAccount (and
+//     the one named by 8 hex of sha1 before) is deleted, on a precondition
+//     of its UID, and made again; its earlier tokens stop authenticating (the
 //     API server's token cache may accept them for up to 10 s more).
 //
 // # Flags

@@ -2,7 +2,8 @@ package apiserver
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // a name suffix, as ODH's, not a security measure
+	"crypto/sha1" //nolint:gosec // only to find the ServiceAccounts of the earlier, ODH-style names
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"regexp"
@@ -30,25 +31,48 @@ import (
 // server's name.
 const annotationMaaSUser = "maas.opendatahub.io/username"
 
-// maxSanitizedUserLen leaves room in a DNS label for "-" and 8 hex digits.
-const maxSanitizedUserLen = 63 - 1 - 8
+// nameHashDigits is how many hex digits of the SHA-256 of the user name end
+// a ServiceAccount's name. Many user names sanitize to one DNS label
+// ("alice", "Alice!", "alice##"), so the hash alone keeps their
+// ServiceAccounts apart. ODH's maas-api used 8 digits of SHA-1: 32 bits,
+// which a user who chooses their name can search through for another
+// user's in hours. 16 digits (64 bits) put a match for a given user's name
+// (2^64 tries) out of reach; two names of the attacker's own that collide
+// (2^32 tries) gain nothing, since ensureServiceAccount refuses a
+// ServiceAccount that stands for another user.
+const nameHashDigits = 16
+
+// maxSanitizedUserLen leaves room in a DNS label for "-" and the hash.
+const maxSanitizedUserLen = 63 - 1 - nameHashDigits
 
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // ServiceAccountName is the ServiceAccount that stands for user in its
 // tier's namespace: the user name made a DNS label, then "-" and the first
-// 8 hex digits of the SHA-1 of the user name, so that names that sanitize
-// alike stay apart.
+// nameHashDigits hex digits of the SHA-256 of the user name.
 func ServiceAccountName(username string) string {
+	sum := sha256.Sum256([]byte(username))
+	return sanitizeUser(username, maxSanitizedUserLen) + "-" + hex.EncodeToString(sum[:])[:nameHashDigits]
+}
+
+// legacyServiceAccountName is the name ODH's maas-api, and this server
+// before nameHashDigits, gave user's ServiceAccount: 8 hex digits of SHA-1.
+// A revocation deletes that one too, so tokens minted under it stop.
+func legacyServiceAccountName(username string) string {
 	sum := sha1.Sum([]byte(username)) //nolint:gosec // see the import
+	return sanitizeUser(username, 63-1-8) + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// sanitizeUser makes username a DNS label of at most maxLen characters.
+func sanitizeUser(username string, maxLen int) string {
 	s := strings.Trim(notDNSLabel.ReplaceAllString(strings.ToLower(username), "-"), "-")
-	if len(s) > maxSanitizedUserLen {
-		s = strings.TrimRight(s[:maxSanitizedUserLen], "-")
+	if len(s) > maxLen {
+		s = strings.TrimRight(s[:maxLen], "-")
 	}
 	if s == "" {
 		s = "user"
 	}
-	return s + "-" + hex.EncodeToString(sum[:])[:8]
+	return s
 }
 
 // minter mints and revokes the tokens of the caller's ServiceAccount.
@@ -57,10 +81,12 @@ type minter struct {
 	tiers    *tierSource
 	audience string
 	max      time.Duration
+	// name is ServiceAccountName; a test makes two users' names collide.
+	name func(username string) string
 }
 
 func newMinter(kube kubernetes.Interface, tiers *tierSource, o *Options) *minter {
-	return &minter{kube: kube, tiers: tiers, audience: o.TokenAudience, max: o.TokenMaxExpiration}
+	return &minter{kube: kube, tiers: tiers, audience: o.TokenAudience, max: o.TokenMaxExpiration, name: ServiceAccountName}
 }
 
 // caller resolves the request's user to its tier and ServiceAccount. A
@@ -79,16 +105,18 @@ func (m *minter) caller(ctx context.Context, resource string) (user.Info, tier.T
 	if err != nil {
 		return nil, tier.Tier{}, modelv1alpha1.ServiceAccountReference{}, err
 	}
-	ref := modelv1alpha1.ServiceAccountReference{Namespace: m.tiers.namespace(t.Name), Name: ServiceAccountName(u.GetName())}
+	ref := modelv1alpha1.ServiceAccountReference{Namespace: m.tiers.namespace(t.Name), Name: m.name(u.GetName())}
 	return u, t, ref, nil
 }
 
-// ensureServiceAccount creates the caller's ServiceAccount unless it exists.
+// ensureServiceAccount creates the caller's ServiceAccount unless it
+// exists, and refuses (409) one that stands for another user: two user
+// names that map to one ServiceAccount name must not share its tokens.
 func (m *minter) ensureServiceAccount(ctx context.Context, u user.Info, ref modelv1alpha1.ServiceAccountReference) error {
 	sas := m.kube.CoreV1().ServiceAccounts(ref.Namespace)
-	_, err := sas.Get(ctx, ref.Name, metav1.GetOptions{})
+	live, err := sas.Get(ctx, ref.Name, metav1.GetOptions{})
 	if err == nil {
-		return nil
+		return standsFor(live, u)
 	}
 	if !apierrors.IsNotFound(err) {
 		return apiError(fmt.Sprintf("get ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
@@ -98,13 +126,62 @@ func (m *minter) ensureServiceAccount(ctx context.Context, u user.Info, ref mode
 		Labels:      map[string]string{convention.LabelManagedBy: serverName},
 		Annotations: map[string]string{annotationMaaSUser: u.GetName()},
 	}}
-	if _, err := sas.Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsNotFound(err) {
-			return apierrors.NewServiceUnavailable(fmt.Sprintf("the namespace %s of the tier does not exist: the chart creates one per tier (maas.tiers)", ref.Namespace))
+	_, err = sas.Create(ctx, sa, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		// Made since the Get: by this user's other request, or another's.
+		live, err := sas.Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return apiError(fmt.Sprintf("get ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
 		}
-		return apiError(fmt.Sprintf("create ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+		return standsFor(live, u)
+	case apierrors.IsNotFound(err):
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("the namespace %s of the tier does not exist: the chart creates one per tier (maas.tiers)", ref.Namespace))
 	}
-	return nil
+	return apiError(fmt.Sprintf("create ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+}
+
+// standsFor answers 409 unless sa is the one this server made for u.
+func standsFor(sa *corev1.ServiceAccount, u user.Info) error {
+	if sa.Annotations[annotationMaaSUser] == u.GetName() && sa.Labels[convention.LabelManagedBy] == serverName {
+		return nil
+	}
+	return apierrors.NewConflict(corev1.Resource("serviceaccounts"), sa.Namespace+"/"+sa.Name,
+		fmt.Errorf("the ServiceAccount for user %q exists and does not stand for that user (annotation %s %q, label %s %q); "+
+			"an administrator must remove or rename it", u.GetName(), annotationMaaSUser, sa.Annotations[annotationMaaSUser],
+			convention.LabelManagedBy, sa.Labels[convention.LabelManagedBy]))
+}
+
+// deleteServiceAccount deletes the ServiceAccount name in namespace if it
+// stands for u, with a precondition on the UID read: one made again in
+// between, for someone else, is not deleted. A missing one is no error;
+// one for another user is refused when refuse, else left alone.
+func (m *minter) deleteServiceAccount(ctx context.Context, u user.Info, namespace, name string, refuse bool) error {
+	sas := m.kube.CoreV1().ServiceAccounts(namespace)
+	live, err := sas.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return apiError(fmt.Sprintf("get ServiceAccount %s/%s", namespace, name), err)
+	}
+	if err := standsFor(live, u); err != nil {
+		if refuse {
+			return err
+		}
+		return nil
+	}
+	err = sas.Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(live.UID))})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return apierrors.NewConflict(corev1.Resource("serviceaccounts"), namespace+"/"+name,
+			fmt.Errorf("the ServiceAccount was replaced while being revoked; try again: %w", err))
+	}
+	return apiError(fmt.Sprintf("delete ServiceAccount %s/%s", namespace, name), err)
 }
 
 // admit runs the create validation of the handler chain and refuses a
@@ -182,9 +259,14 @@ func (m *minter) revoke(ctx context.Context, rev *modelv1alpha1.TokenRevocation,
 	if err := admit(ctx, rev, validate, opts, "tokenrevocations"); err != nil {
 		return nil, err
 	}
-	err = m.kube.CoreV1().ServiceAccounts(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, apiError(fmt.Sprintf("delete ServiceAccount %s/%s", ref.Namespace, ref.Name), err)
+	if err := m.deleteServiceAccount(ctx, u, ref.Namespace, ref.Name, true); err != nil {
+		return nil, err
+	}
+	// Tokens minted under the earlier name stop too.
+	if legacy := legacyServiceAccountName(u.GetName()); legacy != ref.Name {
+		if err := m.deleteServiceAccount(ctx, u, ref.Namespace, legacy, false); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.ensureServiceAccount(ctx, u, ref); err != nil {
 		return nil, err

@@ -392,6 +392,8 @@ const (
 	gatewayUser    = "gateway"
 	noRights       = "mallory"
 	benchUser      = "bench-user"
+	// collidingUser finds its ServiceAccount name taken by another user's.
+	collidingUser = "carol"
 )
 
 // callerRBAC gives the MaaS users get and list on models and create on
@@ -404,6 +406,7 @@ func callerRBAC() []client.Object {
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: freeUser},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: enterpriseUser},
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: benchUser},
+		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: collidingUser},
 		{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + tierPrefix + "premium"},
 	}
 	return []client.Object{

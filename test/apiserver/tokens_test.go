@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -169,4 +171,50 @@ func newBearerUser(t *testing.T, name, token string) *user {
 	cfg := rest.AnonymousClientConfig(cp.Config)
 	cfg.BearerToken = token
 	return &user{name: name, c: newClient(t, cfg), cfg: cfg, warnings: &warnings{}}
+}
+
+// TestServiceAccountOfAnotherUser: carol's ServiceAccount name is taken by
+// one the server made for another user whose name sanitized and hashed
+// alike (made here as the server would have; internal/apiserver's
+// TestCollidingUsersDoNotShareServiceAccount forces the collision itself).
+// Carol's token request and revocation are refused with 409, and the other
+// user's ServiceAccount and token survive.
+func TestServiceAccountOfAnotherUser(t *testing.T) {
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(cp.Config)
+	sas := kube.CoreV1().ServiceAccounts(tierPrefix + "free")
+	theirs, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name:        apiserver.ServiceAccountName(collidingUser),
+		Labels:      map[string]string{"app.kubernetes.io/managed-by": "odh-serving-api-server"},
+		Annotations: map[string]string{"maas.opendatahub.io/username": "Carol!"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sas.Delete(context.Background(), theirs.Name, metav1.DeleteOptions{}) })
+	token, err := sas.CreateToken(ctx, theirs.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	carol := newUser(t, collidingUser)
+	if _, err := carol.requestToken(t, nil); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Carol!") {
+		t.Errorf("carol requests a token of Carol!'s ServiceAccount: %v, want 409 naming its user", err)
+	}
+	rev := &modelv1alpha1.TokenRevocation{}
+	rev.GenerateName = "revoke-"
+	if err := carol.c.Create(ctx, rev); !apierrors.IsConflict(err) {
+		t.Errorf("carol revokes Carol!'s ServiceAccount: %v, want 409", err)
+	}
+	live, err := sas.Get(ctx, theirs.Name, metav1.GetOptions{})
+	if err != nil || live.UID != theirs.UID {
+		t.Fatalf("Carol!'s ServiceAccount after carol's calls: %v, UID %s; want it as it was (%s)", err, live.GetUID(), theirs.UID)
+	}
+	// Checked with an audience list not used before, so the API server's
+	// token cache does not answer.
+	if st := tokenReview(t, token.Status.Token, audience, "after-carol"); !st.Authenticated {
+		t.Errorf("Carol!'s token after carol's calls: %+v, want it to authenticate", st)
+	}
 }
