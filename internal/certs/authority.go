@@ -132,41 +132,72 @@ func (a *Authority) Bundle(ctx context.Context, c client.Client, now time.Time) 
 	return st.bundle, nil
 }
 
+// ErrNotManaged says an object holds a name this package writes, without
+// the label convention.LabelManagedBy=convention.ManagedBy: it is someone
+// else's, and is neither read for its data nor written.
+var ErrNotManaged = errors.New("exists and is not managed by " + convention.ManagedBy)
+
 // PublishBundle puts the public CA bundle where a gateway reads it: under
 // convention.CABundleKey in obj (an empty *corev1.Secret or
 // *corev1.ConfigMap) named convention.CABundleName in namespace. It reads
-// the object through r and writes it with c by server-side apply, only
-// when it is missing or holds another bundle.
+// the object through r, which must see every object of the kind (the API
+// reader, not a cache limited to our label), and writes it with c only
+// when it is missing (create) or ours and holding another bundle (a merge
+// patch on the resourceVersion read, so an object replaced in between is
+// not written). An object of that name without our managed-by label is
+// someone else's: it is left alone, and the error wraps ErrNotManaged.
 func PublishBundle(ctx context.Context, r client.Reader, c client.Client, obj client.Object, namespace string, bundle []byte) error {
 	key := types.NamespacedName{Namespace: namespace, Name: convention.CABundleName}
-	err := r.Get(ctx, key, obj)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get the CA bundle %T %s: %w", obj, key, err)
-	}
-	meta := metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}}
-	var current []byte
-	var desired client.Object
-	switch o := obj.(type) {
+	var kind string
+	switch obj.(type) {
 	case *corev1.Secret:
-		current = o.Data[convention.CABundleKey]
-		desired = &corev1.Secret{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta,
-			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{convention.CABundleKey: bundle},
-		}
+		kind = "Secret"
 	case *corev1.ConfigMap:
-		current = []byte(o.Data[convention.CABundleKey])
-		desired = &corev1.ConfigMap{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
-			Data: map[string]string{convention.CABundleKey: string(bundle)},
-		}
+		kind = "ConfigMap"
 	default:
 		return fmt.Errorf("CA bundle %s: a %T cannot hold it, only a Secret or a ConfigMap", key, obj)
 	}
-	if err == nil && bytes.Equal(current, bundle) {
+	err := r.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		meta := metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{convention.LabelManagedBy: convention.ManagedBy}}
+		var desired client.Object = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{convention.CABundleKey: string(bundle)}}
+		if kind == "Secret" {
+			desired = &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{convention.CABundleKey: bundle}}
+		}
+		if err := c.Create(ctx, desired, client.FieldOwner(convention.FieldManager)); err != nil {
+			return fmt.Errorf("create the CA bundle %s %s: %w", kind, key, err)
+		}
 		return nil
 	}
-	if err := c.Patch(ctx, desired, client.Apply, client.FieldOwner(convention.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write the CA bundle %T %s: %w", desired, key, err)
+	if err != nil {
+		return fmt.Errorf("get the CA bundle %s %s: %w", kind, key, err)
+	}
+	if obj.GetLabels()[convention.LabelManagedBy] != convention.ManagedBy {
+		return fmt.Errorf("the CA bundle %s %s %w (label %s); rename or delete it, it is not written over",
+			kind, key, ErrNotManaged, convention.LabelManagedBy)
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		if bytes.Equal(o.Data[convention.CABundleKey], bundle) {
+			return nil
+		}
+		if o.Data == nil {
+			o.Data = map[string][]byte{}
+		}
+		o.Data[convention.CABundleKey] = bundle
+	case *corev1.ConfigMap:
+		if o.Data[convention.CABundleKey] == string(bundle) {
+			return nil
+		}
+		if o.Data == nil {
+			o.Data = map[string]string{}
+		}
+		o.Data[convention.CABundleKey] = string(bundle)
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := c.Patch(ctx, obj, patch, client.FieldOwner(convention.FieldManager)); err != nil {
+		return fmt.Errorf("write the CA bundle %s %s: %w", kind, key, err)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ func (r *Reconciler) monitoring() bool {
 // BackendTLSPolicies when any is of an implementation known to read them
 // (convention.BackendTLSPolicyGatewayControllers), each only while its CRD
 // is served. Istio's shadow Service of the pool is looked up for Istio.
+// The Istio gateways found are kept in p.istioGateways: publishCA puts the
+// CA bundle in their namespaces, and nowhere else a route names.
 func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (convention.GatewayTLS, string, error) {
 	if r.opts.StaticMode || !r.kinds.hasCRD(crdGateway) {
 		return convention.GatewayTLSNone, "", nil
@@ -65,7 +67,10 @@ func (r *Reconciler) gatewayTLS(ctx context.Context, p *pass) (convention.Gatewa
 			return "", "", err
 		}
 		if ok {
-			istio = istio || slices.Contains(convention.IstioGatewayControllers, string(class.Spec.ControllerName))
+			if slices.Contains(convention.IstioGatewayControllers, string(class.Spec.ControllerName)) {
+				istio = true
+				p.istioGateways = append(p.istioGateways, key)
+			}
 			btp = btp || slices.Contains(convention.BackendTLSPolicyGatewayControllers, string(class.Spec.ControllerName))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,8 +73,8 @@ type Reconciler struct {
 	recorder record.EventRecorder
 	// requeue takes services to reconcile again, e.g. when a CRD appears.
 	requeue chan event.GenericEvent
-	// published remembers the CA bundle ConfigMaps known to hold the
-	// bundle (publishCA), which the cache does not hold.
+	// published remembers the CA bundle Secrets and ConfigMaps known to
+	// hold the bundle (publishCA), read from the API server.
 	published publishedCA
 }
 
@@ -104,6 +105,9 @@ type pass struct {
 	// grant is not bound.
 	accessErr    error
 	accessReason string
+	// istioGateways are the route parents that exist and are Istio's
+	// (gatewayTLS): where the CA bundle Secret goes.
+	istioGateways []types.NamespacedName
 }
 
 // Reconcile brings one service's children and status in line with its
@@ -209,6 +213,11 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	}
 	if err := r.publishCA(ctx, p); err != nil {
 		p.failed(false, err)
+		if errors.Is(err, certs.ErrNotManaged) {
+			// Someone else's object holds the bundle's name: it stays, and
+			// its removal sends no event here.
+			return notControlledRetry, nil
+		}
 		return 0, err
 	}
 	if err := r.applyAll(ctx, p); err != nil {

@@ -65,12 +65,15 @@ func (r *Reconciler) deleteOwnedSecret(ctx context.Context, svc *v1alpha2.LLMInf
 
 // publishCA puts the CA bundle, in the self-signed mode, where the gateways
 // read it: the Secret convention.CABundleName in the namespace of each
-// gateway the service's routes attach to, for the DestinationRules'
-// credentialName (Istio reads it from the proxy's namespace only), and the
-// ConfigMap of that name in the service's namespace, for the
-// BackendTLSPolicies. Both hold only the public CA certificate and are
-// shared by every service there, so no service owns them and they stay.
-// They are written only when missing or when the CA changed.
+// Istio gateway the service's routes attach to (p.istioGateways: those
+// that exist and are Istio's, whatever else a route names), for the
+// DestinationRules' credentialName (Istio reads it from the proxy's
+// namespace only), and the ConfigMap of that name in the service's
+// namespace, for the BackendTLSPolicies. Both hold only the public CA
+// certificate and are shared by every service there, so no service owns
+// them and they stay. They are read from the API server at most every
+// publishedCheck and written only when missing or when the CA changed; an
+// object of the name that is not ours is never written (certs.ErrNotManaged).
 func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 	if r.authority == nil {
 		return nil
@@ -91,21 +94,16 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 	if err != nil {
 		return fmt.Errorf("CA bundle for the gateways: %w", err)
 	}
-	if configMap && !r.published.fresh(p.svc.Namespace, bundle, p.now) {
-		if err := r.putCA(ctx, &corev1.ConfigMap{}, p.svc.Namespace, bundle); err != nil {
+	if configMap {
+		if err := r.putCA(ctx, &corev1.ConfigMap{}, p.svc.Namespace, bundle, p.now); err != nil {
 			return err
 		}
-		r.published.record(p.svc.Namespace, bundle, p.now)
 	}
 	if !secret {
 		return nil
 	}
-	parents, err := r.routeParents(ctx, p)
-	if err != nil {
-		return err
-	}
 	var namespaces []string
-	for _, g := range parents {
+	for _, g := range p.istioGateways {
 		if !slices.Contains(namespaces, g.Namespace) {
 			namespaces = append(namespaces, g.Namespace)
 		}
@@ -114,7 +112,7 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 		if !r.caches(ns) {
 			continue // a gateway outside the namespaces it may write: docs/tls.md
 		}
-		if err := r.putCA(ctx, &corev1.Secret{}, ns, bundle); err != nil {
+		if err := r.putCA(ctx, &corev1.Secret{}, ns, bundle, p.now); err != nil {
 			return err
 		}
 	}
@@ -122,15 +120,20 @@ func (r *Reconciler) publishCA(ctx context.Context, p *pass) error {
 }
 
 // putCA publishes bundle in obj (an empty Secret or ConfigMap) in
-// namespace; certs.PublishBundle says where.
-func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace string, bundle []byte) error {
-	// The cache holds Secrets labelled managed-by, not ConfigMaps: those
-	// are read from the API server, when publishedCA does not know them.
-	var reader client.Reader = r.client
-	if _, ok := obj.(*corev1.ConfigMap); ok {
-		reader = r.apiReader
+// namespace, unless publishedCA knows it there; certs.PublishBundle says
+// how. It reads through the API reader: the cache holds only Secrets
+// labelled ours and no ConfigMap of the name, and an object of the name
+// that is not ours must be seen to be left alone.
+func (r *Reconciler) putCA(ctx context.Context, obj client.Object, namespace string, bundle []byte, now time.Time) error {
+	at := publishedAt{kind: fmt.Sprintf("%T", obj), namespace: namespace}
+	if r.published.fresh(at, bundle, now) {
+		return nil
 	}
-	return certs.PublishBundle(ctx, reader, r.client, obj, namespace, bundle)
+	if err := certs.PublishBundle(ctx, r.apiReader, r.client, obj, namespace, bundle); err != nil {
+		return err
+	}
+	r.published.record(at, bundle, now)
+	return nil
 }
 
 // caches reports whether the controller caches, and may write, namespace.
@@ -140,12 +143,17 @@ func (r *Reconciler) caches(namespace string) bool {
 		namespace == o.SystemNamespace || namespace == o.IngressGatewayNamespace || namespace == o.InternalGatewayNamespace
 }
 
-// publishedCA remembers, by namespace, the CA bundle a ConfigMap was last
-// seen or written with, so a steady state reads it from the API server only
-// every publishedCheck, and a bundle deleted by hand comes back by then.
+// publishedCA remembers, by kind and namespace, the CA bundle a Secret or
+// ConfigMap was last seen or written with, so a steady state reads it from
+// the API server only every publishedCheck, and a bundle deleted by hand
+// comes back by then.
 type publishedCA struct {
 	mu   sync.Mutex
-	seen map[string]publishedBundle
+	seen map[publishedAt]publishedBundle
+}
+
+type publishedAt struct {
+	kind, namespace string
 }
 
 type publishedBundle struct {
@@ -153,22 +161,22 @@ type publishedBundle struct {
 	at  time.Time
 }
 
-// publishedCheck is how long a ConfigMap known to hold the bundle is not
-// read again.
+// publishedCheck is how long a Secret or ConfigMap known to hold the
+// bundle is not read again.
 const publishedCheck = 10 * time.Minute
 
-func (c *publishedCA) fresh(namespace string, bundle []byte, now time.Time) bool {
+func (c *publishedCA) fresh(at publishedAt, bundle []byte, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.seen[namespace]
+	b, ok := c.seen[at]
 	return ok && b.sum == sha256.Sum256(bundle) && now.Sub(b.at) < publishedCheck
 }
 
-func (c *publishedCA) record(namespace string, bundle []byte, now time.Time) {
+func (c *publishedCA) record(at publishedAt, bundle []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
-		c.seen = map[string]publishedBundle{}
+		c.seen = map[publishedAt]publishedBundle{}
 	}
-	c.seen[namespace] = publishedBundle{sum: sha256.Sum256(bundle), at: now}
+	c.seen[at] = publishedBundle{sum: sha256.Sum256(bundle), at: now}
 }

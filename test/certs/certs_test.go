@@ -275,21 +275,21 @@ func TestIntegrationWebhookCARotation(t *testing.T) {
 }
 
 // TestIntegrationPublishBundle: the CA bundle goes into a Secret and a
-// ConfigMap by server-side apply, once; the same bundle again writes
-// nothing, a new one is written over the old, and a kind that cannot hold
-// it is refused by name.
+// ConfigMap, created once; the same bundle again writes nothing, a new one
+// is patched over the old, and a kind that cannot hold it is refused by
+// name.
 func TestIntegrationPublishBundle(t *testing.T) {
 	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
 	ns := testenv.NewNamespace(t, cp.Client, "bundle")
 	first, second := []byte("-----BEGIN CERTIFICATE-----\nfirst\n"), []byte("-----BEGIN CERTIFICATE-----\nsecond\n")
-	path := "/namespaces/" + ns + "/secrets/odh-serving-ca-bundle"
+	path := "/namespaces/" + ns + "/secrets"
 
 	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, first), "publish to a Secret")
-	assertWrites(t, writes, "PATCH "+path)
+	assertWrites(t, writes, "POST "+path)
 	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, first), "publish the same bundle")
 	assertWrites(t, writes)
 	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.Secret{}, ns, second), "publish a new bundle")
-	assertWrites(t, writes, "PATCH "+path)
+	assertWrites(t, writes, "PATCH "+path+"/odh-serving-ca-bundle")
 	s := &corev1.Secret{}
 	must(t, c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "odh-serving-ca-bundle"}, s), "get the Secret")
 	if !bytes.Equal(s.Data["ca.crt"], second) || s.Labels["app.kubernetes.io/managed-by"] != "odh-serving" {
@@ -297,7 +297,7 @@ func TestIntegrationPublishBundle(t *testing.T) {
 	}
 
 	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.ConfigMap{}, ns, first), "publish to a ConfigMap")
-	assertWrites(t, writes, "PATCH /namespaces/"+ns+"/configmaps/odh-serving-ca-bundle")
+	assertWrites(t, writes, "POST /namespaces/"+ns+"/configmaps")
 	must(t, certs.PublishBundle(t.Context(), c, c, &corev1.ConfigMap{}, ns, first), "publish the same bundle to the ConfigMap")
 	assertWrites(t, writes)
 
@@ -306,4 +306,34 @@ func TestIntegrationPublishBundle(t *testing.T) {
 		t.Errorf("publish to a ServiceAccount: error %v, want one naming the object and the kind", err)
 	}
 	assertWrites(t, writes)
+}
+
+// TestIntegrationPublishBundleLeavesForeignObjects: a Secret or ConfigMap
+// named odh-serving-ca-bundle without our managed-by label is someone
+// else's: PublishBundle refuses it with certs.ErrNotManaged, naming it, and
+// writes nothing.
+func TestIntegrationPublishBundleLeavesForeignObjects(t *testing.T) {
+	c, writes := testenv.RecordingClient(t, cp.Config, cp.Scheme)
+	ns := testenv.NewNamespace(t, cp.Client, "foreign")
+	meta := metav1.ObjectMeta{Namespace: ns, Name: "odh-serving-ca-bundle", Labels: map[string]string{"app.kubernetes.io/managed-by": "someone-else"}}
+	for _, tc := range []struct {
+		kind     string
+		o, empty client.Object
+	}{
+		{"Secret", &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"ca.crt": []byte("theirs")}}, &corev1.Secret{}},
+		{"ConfigMap", &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"ca.crt": "theirs"}}, &corev1.ConfigMap{}},
+	} {
+		o, kind := tc.o, tc.kind
+		must(t, cp.Client.Create(t.Context(), o), "create the foreign object")
+		err := certs.PublishBundle(t.Context(), c, c, tc.empty, ns, []byte("-----BEGIN CERTIFICATE-----\nours\n"))
+		if !errors.Is(err, certs.ErrNotManaged) || !strings.Contains(err.Error(), kind+" "+ns+"/odh-serving-ca-bundle") {
+			t.Errorf("publish over a foreign %s: error %v, want ErrNotManaged naming it", kind, err)
+		}
+		assertWrites(t, writes)
+		live := o.DeepCopyObject().(client.Object)
+		must(t, cp.Client.Get(t.Context(), client.ObjectKeyFromObject(o), live), "get the foreign object")
+		if live.GetResourceVersion() != o.GetResourceVersion() {
+			t.Errorf("the foreign %s changed: resourceVersion %s, was %s", kind, live.GetResourceVersion(), o.GetResourceVersion())
+		}
+	}
 }

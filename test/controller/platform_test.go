@@ -3,6 +3,7 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,4 +188,88 @@ func TestBackendTLSPolicyOnEnvoyGateway(t *testing.T) {
 		t.Errorf("a CA bundle Secret for a gateway that is not Istio's: %v", err)
 	}
 	e.assertSteadyState()
+}
+
+// TestCABundleOnlyWhereIstioGatewaysAre: the CA bundle Secret goes only to
+// the namespaces of route parents that exist and are Istio's, and never
+// over a Secret of its name that is not ours. A service whose gateway.refs
+// name a made-up Gateway in kube-system writes nothing there, not even over
+// a foreign Secret odh-serving-ca-bundle; one attached to a real Istio
+// gateway whose namespace holds a foreign Secret of that name leaves it as
+// it is and says so in RouterReady. kube-system and the gateway's namespace
+// are watched, as every namespace is in the default install (a controller
+// watching all namespaces would take the other tests' services here).
+func TestCABundleOnlyWhereIstioGatewaysAre(t *testing.T) {
+	ctx := context.Background()
+	shared := testenv.NewNamespace(t, cp.Client, "gw")
+	e := start(t, func(o *controller.Options) {
+		o.WatchNamespaces = append(o.WatchNamespaces, metav1.NamespaceSystem, shared)
+	})
+	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
+	class := "istio-" + e.ns
+	e.gatewayClass(class, "istio.io/gateway-controller")
+	e.gatewayOfClass(e.sys, "kserve-ingress-gateway", "gw.example.com", class)
+	e.gatewayOfClass(shared, "shared", "shared.example.com", class)
+	foreign := func(namespace string) *corev1.Secret {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "odh-serving-ca-bundle"},
+			Data:       map[string][]byte{"ca.crt": []byte("someone else's CA")},
+		}
+		e.must(e.c.Create(ctx, s))
+		t.Cleanup(func() { _ = e.c.Delete(context.Background(), s) })
+		return s
+	}
+	untouched := func(s *corev1.Secret) {
+		t.Helper()
+		live := &corev1.Secret{}
+		e.must(e.c.Get(ctx, client.ObjectKeyFromObject(s), live))
+		if live.ResourceVersion != s.ResourceVersion || string(live.Data["ca.crt"]) != "someone else's CA" || len(live.Labels) != 0 {
+			t.Errorf("the foreign Secret %s/%s was written: resourceVersion %s (was %s), labels %v", s.Namespace, s.Name, live.ResourceVersion, s.ResourceVersion, live.Labels)
+		}
+	}
+	wroteNothingIn := func(namespace string, since int) {
+		t.Helper()
+		for _, w := range e.rec.Since(since) {
+			if strings.Contains(w, "/namespaces/"+namespace+"/") {
+				t.Errorf("the controller wrote where no gateway of its own needs it: %s", w)
+			}
+		}
+	}
+	inKubeSystem, inShared := foreign(metav1.NamespaceSystem), foreign(shared)
+	before := e.rec.Count()
+
+	e.create(simService("sim", `    route: {}
+    gateway:
+      refs:
+      - name: kserve-ingress-gateway
+        namespace: `+e.sys+`
+      - name: made-up
+        namespace: kube-system
+    scheduler: {}
+`))
+	e.waitExists(destinationRule, "sim-kserve-scheduler", "sim-kserve-workload-svc")
+	ours := &corev1.Secret{}
+	e.must(e.c.Get(ctx, client.ObjectKey{Namespace: e.sys, Name: "odh-serving-ca-bundle"}, ours))
+	if ours.Labels["app.kubernetes.io/managed-by"] != "odh-serving" || len(ours.Data["ca.crt"]) == 0 {
+		t.Errorf("the Istio gateway's CA bundle: labels %v, %d bytes; want ours, with the CA", ours.Labels, len(ours.Data["ca.crt"]))
+	}
+
+	untouched(inKubeSystem)
+	wroteNothingIn(metav1.NamespaceSystem, before)
+
+	before = e.rec.Count()
+	e.create(simService("other", `    route: {}
+    gateway:
+      refs:
+      - name: shared
+        namespace: `+shared+`
+    scheduler: {}
+`))
+	svc := e.waitCondition("other", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, controller.ReasonReconcileError)
+	if msg, want := cond(svc, v1alpha2.ConditionRouterReady).Message, "Secret "+shared+"/odh-serving-ca-bundle exists and is not managed by odh-serving"; !strings.Contains(msg, want) {
+		t.Errorf("RouterReady message %q does not say %q", msg, want)
+	}
+
+	untouched(inShared)
+	wroteNothingIn(shared, before)
 }
