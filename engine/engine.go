@@ -96,6 +96,12 @@ type Options struct {
 	// controller reads the cluster, render and post-render their input.
 	// Nil: no ConfigMap is known, and a service that names one fails.
 	ConfigMaps ConfigMapLookup
+	// PoolRefGroups are the API groups the pool named by
+	// spec.router.scheduler.pool.ref exists in; the routes name it in
+	// those only (build.RefPool). The controller looks the pool up; empty
+	// (render, post-render): one group is assumed, and Result.PoolRef and
+	// a warning say which.
+	PoolRefGroups []string
 }
 
 func (o Options) withDefaults() Options {
@@ -164,6 +170,15 @@ func (p *Plan) WithKEDA(served bool) *Plan {
 	return &q
 }
 
+// WithPoolRefGroups returns a copy of p that builds for a referenced pool
+// (spec.router.scheduler.pool.ref) found in these API groups
+// (Options.PoolRefGroups).
+func (p *Plan) WithPoolRefGroups(groups []string) *Plan {
+	q := *p
+	q.opts.PoolRefGroups = groups
+	return &q
+}
+
 // Build builds the children of a prepared service for the migration phase
 // (empty: the Options' phase). It does not change p, so one plan can be
 // built for several phases.
@@ -178,7 +193,7 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
-		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus,
+		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups,
 	}
 	children, err := build.Children(p.svc, p.Spec, bopts)
 	if err != nil {
@@ -196,6 +211,12 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 	}
 	sortObjects(children)
 	res := &Result{Plan: *p, Phase: phase, Objects: children, Children: make([]Child, len(children)), Access: access, Autoscalers: autoscalers}
+	if !p.Stopped {
+		res.PoolRef = build.RefPool(p.Spec, bopts)
+	}
+	if res.PoolRef != nil && res.PoolRef.Assumed {
+		res.Warnings = append(slices.Clip(p.Warnings), res.PoolRef.String())
+	}
 	for i, o := range children {
 		res.Children[i] = Child{Role: roleOf(p.Names, o), Wave: waveOf(o)}
 	}

@@ -34,6 +34,10 @@ type Result struct {
 	// scaled workload, each with the workload it scales; one whose API is
 	// not served is listed as withheld and is not among the Objects.
 	Autoscalers []build.Autoscaler
+	// PoolRef says which API groups the routes name the pool
+	// spec.router.scheduler.pool.ref names in, and whether that is
+	// assumed; nil without a pool reference.
+	PoolRef *build.PoolRef
 }
 
 // Child says what one rendered object is for and when it is applied.

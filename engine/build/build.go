@@ -54,6 +54,11 @@ type Options struct {
 	WithoutKEDA bool
 	// Prometheus is what a ScaledObject under wva.keda queries.
 	Prometheus Prometheus
+	// PoolRefGroups are the API groups (GroupPoolV1, GroupPoolV1alpha2)
+	// the pool named by spec.router.scheduler.pool.ref exists in, as the
+	// controller found it. Empty: not known (offline), or found in none;
+	// the route then names the pool in one assumed group (see RefPool).
+	PoolRefGroups []string
 }
 
 // GatewayRef names a Gateway.

@@ -2,10 +2,13 @@ package build
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
@@ -139,7 +142,8 @@ func isPoolRef(ref gatewayv1.HTTPBackendRef, defaultPool string) bool {
 }
 
 // phaseBackends is one pool backend per pool group the phase routes to,
-// weighted so traffic moves only when the phase says.
+// weighted so traffic moves only when the phase says. A referenced pool is
+// named only in the groups it is known to exist in (RefPool).
 func (b *builder) phaseBackends(ref gatewayv1.HTTPBackendRef) []gatewayv1.HTTPBackendRef {
 	at := func(group string, weight *int32) gatewayv1.HTTPBackendRef {
 		r := *ref.DeepCopy()
@@ -147,6 +151,9 @@ func (b *builder) phaseBackends(ref gatewayv1.HTTPBackendRef) []gatewayv1.HTTPBa
 		r.Name = gatewayv1.ObjectName(b.names.pool)
 		r.Weight = weight
 		return r
+	}
+	if rp := RefPool(b.spec, b.opts); rp != nil && len(rp.Found) != 2 {
+		return []gatewayv1.HTTPBackendRef{at(rp.Groups[0], ref.Weight)}
 	}
 	switch b.opts.Phase {
 	case convention.PhaseAlpha2:
@@ -157,5 +164,75 @@ func (b *builder) phaseBackends(ref gatewayv1.HTTPBackendRef) []gatewayv1.HTTPBa
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1, ptr[int32](100)), at(GroupPoolV1alpha2, ptr[int32](0))}
 	default:
 		return []gatewayv1.HTTPBackendRef{at(GroupPoolV1, ref.Weight)}
+	}
+}
+
+// PoolRef is how the routes name the pool spec.router.scheduler.pool.ref
+// names, which the service does not manage and which usually exists in one
+// API group only.
+type PoolRef struct {
+	// Name is the referenced pool.
+	Name string
+	// Found are the API groups it is known to exist in
+	// (Options.PoolRefGroups).
+	Found []string
+	// Groups are the API groups the routes name it in: the one it exists
+	// in; when it exists in both, those of the migration phase, weighted
+	// as for a managed pool; when it is known in neither, the assumed one.
+	Groups []string
+	// Assumed says the pool is not known to exist in either group (not
+	// found, or not looked up offline): Groups is then the group the phase
+	// sends traffic to, inference.networking.x-k8s.io in alpha2 and dual
+	// and inference.networking.k8s.io in v1 and retired.
+	Assumed bool
+}
+
+// RefPool says how the routes name the pool spec.router.scheduler.pool.ref
+// names, from Options.PoolRefGroups and the phase; nil without a pool
+// reference.
+func RefPool(spec *v1alpha2.LLMInferenceServiceSpec, opts Options) *PoolRef {
+	r := spec.Router
+	if r == nil || r.Scheduler == nil || r.Scheduler.Pool == nil || r.Scheduler.Pool.Ref == nil || r.Scheduler.Pool.Ref.Name == "" {
+		return nil
+	}
+	rp := &PoolRef{Name: r.Scheduler.Pool.Ref.Name}
+	for _, g := range []string{GroupPoolV1, GroupPoolV1alpha2} {
+		if slices.Contains(opts.PoolRefGroups, g) {
+			rp.Found = append(rp.Found, g)
+		}
+	}
+	traffic := GroupPoolV1
+	if opts.Phase == convention.PhaseAlpha2 || opts.Phase == convention.PhaseDual {
+		traffic = GroupPoolV1alpha2
+	}
+	switch len(rp.Found) {
+	case 0:
+		rp.Groups, rp.Assumed = []string{traffic}, true
+	case 1:
+		rp.Groups = rp.Found
+	default: // as phaseBackends names a managed pool: the traffic's group first
+		rp.Groups = []string{traffic}
+		if opts.Phase == convention.PhaseDual || opts.Phase == convention.PhaseV1 {
+			other := GroupPoolV1
+			if traffic == GroupPoolV1 {
+				other = GroupPoolV1alpha2
+			}
+			rp.Groups = append(rp.Groups, other)
+		}
+	}
+	return rp
+}
+
+// String says how the routes name the pool, for a status message.
+func (rp *PoolRef) String() string {
+	switch {
+	case rp.Assumed:
+		return fmt.Sprintf("InferencePool %s is not known to exist in %s or %s; the route assumes it is in %s, the group the migration phase sends traffic to",
+			rp.Name, GroupPoolV1, GroupPoolV1alpha2, rp.Groups[0])
+	case len(rp.Found) == 1:
+		return fmt.Sprintf("InferencePool %s exists in %s only; the route names it in that group", rp.Name, rp.Found[0])
+	default:
+		return fmt.Sprintf("InferencePool %s exists in %s and %s; the route names it in %s, as the migration phase says",
+			rp.Name, GroupPoolV1, GroupPoolV1alpha2, strings.Join(rp.Groups, " and "))
 	}
 }

@@ -155,6 +155,9 @@ func (r *Reconciler) migrationStatus(p *pass) {
 	if d.Phase == convention.PhaseAlpha2 || d.Phase == convention.PhaseDual {
 		group = build.GroupPoolV1alpha2
 	}
+	if rp := p.res.PoolRef; rp != nil && len(rp.Groups) == 1 {
+		group = rp.Groups[0] // the one group the routes name the referenced pool in
+	}
 	p.status.InferencePool = &v1alpha2.InferencePoolStatus{Name: p.plan.Names.Pool, Group: group, MigrationPhase: string(d.Phase)}
 	moved := d.Phase == convention.PhaseV1 || d.Phase == convention.PhaseRetired
 	p.conds.setBool(ConditionInferencePoolMigrated, moved, orDefault(d.Reason, "Decided"), d.Message)

@@ -167,6 +167,10 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 		return 0, err
 	}
 	p.decision = migration.Decide(in)
+	if poolRef(p.plan.Shape) != "" {
+		// The routes name a referenced pool only where it exists.
+		p.plan = p.plan.WithPoolRefGroups(in.PoolGroups())
+	}
 	if p.res, err = p.plan.Build(p.decision.Phase); err != nil {
 		p.renderFailed(err)
 		return 0, nil

@@ -43,6 +43,11 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 			invalid = append(invalid, missing)
 			v = notReady(ReasonRefsInvalid, "%s", missing)
 		}
+		if rp := p.res.PoolRef; rp != nil {
+			// Say which groups the routes name the referenced pool in,
+			// and whether that is assumed.
+			v.message = strings.TrimPrefix(v.message+"; "+rp.String(), "; ")
+		}
 		p.conds.setBool(ConditionInferencePoolReady, v.ok, v.reason, v.message)
 	} else {
 		p.conds.remove(ConditionInferencePoolReady)

@@ -87,6 +87,19 @@ type Input struct {
 	Grace time.Duration
 }
 
+// PoolGroups are the API groups the service's pool was found in: what the
+// routes may name a pool the service references but does not manage in.
+func (in Input) PoolGroups() []string {
+	var groups []string
+	if in.PoolV1 != nil {
+		groups = append(groups, build.GroupPoolV1)
+	}
+	if in.PoolAlpha2 != nil {
+		groups = append(groups, build.GroupPoolV1alpha2)
+	}
+	return groups
+}
+
 // Decision is the phase to render with and why.
 type Decision struct {
 	// Phase is what to render with (engine.Options.Phase).

@@ -177,8 +177,17 @@ func TestExternalPoolRef(t *testing.T) {
 	})
 	e.poolFilter = nil
 	svc := e.waitReady("shared")
-	if ip := svc.Status.InferencePool; ip == nil || ip.Name != "platform-pool" {
-		t.Errorf("status.inferencePool = %+v, want platform-pool", ip)
+	if ip := svc.Status.InferencePool; ip == nil || ip.Name != "platform-pool" || ip.Group != "inference.networking.k8s.io" {
+		t.Errorf("status.inferencePool = %+v, want platform-pool in inference.networking.k8s.io", ip)
+	}
+	// The referenced pool exists in the v1 group only: a gateway would
+	// report ResolvedRefs=False for a v1alpha2 backend naming it.
+	if got := backendNames(e.route("shared-kserve-route")); slices.Contains(got, "inference.networking.x-k8s.io/InferencePool/platform-pool") {
+		t.Errorf("backends %v name the referenced pool in inference.networking.x-k8s.io, where it does not exist", got)
+	}
+	want := "InferencePool platform-pool exists in inference.networking.k8s.io only; the route names it in that group"
+	if c := cond(svc, "InferencePoolReady"); c == nil || !strings.Contains(c.Message, want) {
+		t.Errorf("InferencePoolReady = %+v, want its message to say %q", c, want)
 	}
 	if e.exists(deployment(), "shared-kserve-router-scheduler") {
 		t.Error("an endpoint picker was made for a referenced pool")
