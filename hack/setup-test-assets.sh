@@ -10,6 +10,10 @@
 #     NAME            any of etcd kube-apiserver kubectl helm helm4 kustomize. No test and no make
 #                     target runs kubectl, so no set builds it; `DEMO_KEEP=1 make demo` asks for it.
 #
+#   requests          etcd kube-apiserver epp: what the tests that send requests through GIE's
+#                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
+#                     in the root module like helm) is a NAME too.
+#
 # Every binary has its own stamp (.stamp-NAME), so the demo's binaries are reused by the test set.
 # A binary not stamped yet is first looked for, with a matching version, in $KUBEBUILDER_ASSETS,
 # setup-envtest's cache and $PATH, and linked or copied in; only then is it built from the Go
@@ -33,10 +37,16 @@ GOVER=$(go env GOVERSION)
 DEMO_SET="etcd kube-apiserver helm"
 TEST_SET="etcd kube-apiserver helm helm4 kustomize"
 ALL="etcd kube-apiserver kubectl helm helm4 kustomize"
+REQUESTS_SET="etcd kube-apiserver epp"
+ALL+=" epp"
+GIE_VERSION=$(awk '$1 == "sigs.k8s.io/gateway-api-inference-extension" { print $2; exit }' "$ROOT/go.mod")
+[[ -n $GIE_VERSION ]] || { echo "test-assets: no sigs.k8s.io/gateway-api-inference-extension in go.mod" >&2; exit 1; }
+ELDF="-s -w -X sigs.k8s.io/gateway-api-inference-extension/version.BuildRef=$GIE_VERSION"
 usage() { echo "usage: hack/setup-test-assets.sh [test|demo|NAME...]; NAME is one of: $ALL" >&2; exit 2; }
 WANT=()
 for a in "${@:-test}"; do
   case $a in
+    requests) WANT+=($REQUESTS_SET) ;;
     test) WANT+=($TEST_SET) ;;
     demo) WANT+=($DEMO_SET) ;;
     -h|--help) usage ;;
@@ -56,6 +66,7 @@ stamp() {
     helm) echo "helm $HELM_VERSION root-module $GOVER $HLDF" ;;
     helm4) echo "helm4 $HELM4_VERSION $GOVER $H4LDF" ;;
     kustomize) echo "kustomize $KUSTOMIZE_VERSION $GOVER -s -w" ;;
+    epp) echo "epp $GIE_VERSION root-module $GOVER $ELDF" ;;
   esac
 }
 fresh() { [[ -x "$OUT/$1" && -f "$OUT/.stamp-$1" && "$(cat "$OUT/.stamp-$1")" == "$(stamp "$1")" ]]; }
@@ -75,6 +86,7 @@ version_of() {
     kubectl) timeout 10 "$2" version --client 2>/dev/null | sed -n 's/^Client Version: v//p' ;;
     helm|helm4) timeout 10 "$2" version --short 2>/dev/null | sed 's/+.*//' ;;
     kustomize) timeout 10 "$2" version 2>/dev/null | sed 's/^{Version:kustomize\///; s/ .*//' ;;
+    epp) [[ $2 == "$OUT/epp" ]] && echo "$GIE_VERSION" ;; # no --version: only the one built here
   esac
 }
 accepted() {
@@ -194,6 +206,17 @@ run() {
       env GOBIN="$OUT/helm4.d" GOFLAGS=-mod=mod go install -ldflags "$H4LDF" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
     mv "$OUT/helm4.d/helm" "$OUT/helm4" && rmdir "$OUT/helm4.d"
     stamp helm4 > "$OUT/.stamp-helm4"
+  fi
+  if has epp; then
+    # GIE's endpoint picker, from the GIE module go.mod requires, built like helm with a copy of
+    # the root go.mod (it needs go.sum lines odh-serving does not: envoy's go-control-plane and
+    # more), so it shares odh-serving's k8s.io packages in the build cache. It has no --version,
+    # so one found elsewhere is never reused.
+    MODF=$OUT/.epp-mod/go.mod
+    mkdir -p "$(dirname "$MODF")"; cp "$ROOT/go.mod" "$MODF"; cp "$ROOT/go.sum" "${MODF%.mod}.sum"
+    run "epp (GIE $GIE_VERSION)" "26 min at load 40 (3 min of CPU); 25 s once built before" "$ROOT" \
+      go build -modfile "$MODF" -mod=mod -ldflags "$ELDF" -o "$OUT/epp" sigs.k8s.io/gateway-api-inference-extension/cmd/epp
+    rm -rf "$(dirname "$MODF")"; stamp epp > "$OUT/.stamp-epp"
   fi
   if [[ ${#BUILD[@]} -gt 0 ]]; then
     vs=$(for b in "${BUILD[@]}"; do printf '%s %s, ' "$b" "$(version_of "$b" "$OUT/$b" | sed -n 1p)"; done)
