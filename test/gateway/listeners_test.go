@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/modelserver"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+func init() { testenv.InitLogger() }
+
+// TestListenersOnAnAPIServer runs the Listeners controller against a real
+// API server: a Gateway gets a loopback address of its own in its status,
+// Programmed, with its attached route counted, and a request to that
+// address reaches the model server of the Service's Ready pod.
+func TestListenersOnAnAPIServer(t *testing.T) {
+	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	mgr, err := manager.New(cp.Config, manager.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := NewRouter(mgr.GetClient(), Options{})
+	t.Cleanup(router.Close)
+	first := fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)
+	if _, err := NewListeners(mgr, router, first); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Start(t, "test gateway", mgr.Start)
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: time.Millisecond})
+	testenv.Start(t, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
+
+	c := cp.Client
+	ctx := t.Context()
+	ns := testenv.NewNamespace(t, c, "gateway")
+	port := gatewayv1.PortNumber(testenv.FreePort(t))
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: port, Protocol: gatewayv1.HTTPProtocolType},
+			{Name: "tcp", Port: 9999, Protocol: gatewayv1.TCPProtocolType},
+		}},
+	}
+	podIP := fmt.Sprintf("127.%d.1.7", 100+time.Now().Nanosecond()%100)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model-0", Labels: map[string]string{"app": "m", "kserve.io/component": "workload"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: "sim", Args: []string{"--served-model-name", "m"},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}},
+		}}},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "m"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}},
+	}
+	rt := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+			Rules: []gatewayv1.HTTPRouteRule{{
+				Matches:     []gatewayv1.HTTPRouteMatch{{Path: prefix("/" + ns + "/m")}},
+				Filters:     []gatewayv1.HTTPRouteFilter{rewriteTo("/")},
+				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "m", Port: ptr.To(gatewayv1.PortNumber(80))}}}},
+			}},
+		},
+	}
+	for _, o := range []client.Object{gw, pod, svc, rt} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	// What the kubelet would write: Running, Ready, at a loopback IP.
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	var addr string
+	testenv.Eventually(t, "the Gateway programmed at its address", func() error {
+		got := &gatewayv1.Gateway{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gw"}, got); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed)) || len(got.Status.Addresses) != 1 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		if len(got.Status.Listeners) != 2 || got.Status.Listeners[0].AttachedRoutes != 1 {
+			return fmt.Errorf("listeners %+v", got.Status.Listeners)
+		}
+		if meta.IsStatusConditionTrue(got.Status.Listeners[1].Conditions, string(gatewayv1.ListenerConditionAccepted)) {
+			return errors.New("the TCP listener is accepted")
+		}
+		addr = got.Status.Addresses[0].Value
+		return nil
+	})
+	if addr != first {
+		t.Errorf("address %s; want the first one handed out, %s", addr, first)
+	}
+	testenv.Eventually(t, "a request through the Gateway's address", func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://%s:%d/%s/m/v1/completions", addr, port, ns), strings.NewReader(`{"model":"m","prompt":"x"}`))
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Model-Server-Pod") != "model-0" {
+			return fmt.Errorf("%d from pod %q", resp.StatusCode, resp.Header.Get("X-Model-Server-Pod"))
+		}
+		return nil
+	})
+}
