@@ -17,13 +17,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;patch
-// +kubebuilder:rbac:groups=networking.istio.io,resources=destinationrules,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors;servicemonitors,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:urls=/metrics,verbs=get
-
 // monitoring reports whether services get monitors now.
 func (r *Reconciler) monitoring() bool {
 	return r.opts.monitoring() && r.kinds.hasCRD(crdPodMonitor) && r.kinds.hasCRD(crdServiceMonitor)

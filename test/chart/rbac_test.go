@@ -81,7 +81,17 @@ func checkControllerRights(t *testing.T, namespace string) {
 		t.Errorf("the controller may not inject the CA into odh-serving-validation: %v", err)
 	}
 
+	// The CA bundle ConfigMap of the self-signed mode, by name; no other
+	// ConfigMap may be changed.
+	bundle := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "odh-serving-ca-bundle", "namespace": "team-a"}, "data": map[string]any{"ca.crt": "x"}}}
+	if err := apply(bundle, client.DryRunAll); err != nil {
+		t.Errorf("the controller may not write the CA bundle ConfigMap: %v", err)
+	}
+
 	denied := []*unstructured.Unstructured{
+		// A ConfigMap that is not the CA bundle, where it watches.
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "coredns", "namespace": "team-a"}}},
 		// Outside the watched namespaces (team-a and the system namespace).
 		{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "x", "namespace": "default"}}},
 		// No escalation: it holds only what the endpoint picker's binding grants.

@@ -124,9 +124,11 @@ func TestRBACChildren(t *testing.T) {
 
 // TestRBACChart renders charts/odh-serving with each of its ci values files
 // and with watchNamespaces set, and checks its RBAC: no wildcards, no
-// escalate, bind or impersonate; a ClusterRole bound cluster-wide grants
-// cluster-scoped resources only from clusterScopedGrants, and namespaced
-// ones only while every namespace is watched.
+// escalate, bind or impersonate; every verb on every resource of every
+// Role and ClusterRole is allowed by an entry of chartRules, which says why
+// and to which names it is limited; a ClusterRole bound cluster-wide
+// grants cluster-scoped resources only from clusterScopedGrants, and
+// namespaced ones only while every namespace is watched.
 func TestRBACChart(t *testing.T) {
 	helm := testenv.HelmFor(t, "helm", "")
 	values := golden.Glob(t, "../../charts/odh-serving/ci/*-values.yaml")
@@ -146,6 +148,7 @@ func TestRBACChart(t *testing.T) {
 	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
 	mapper := cp.Client.RESTMapper()
 	used := map[string]bool{}
+	usedRules := map[int]bool{}
 	for _, r := range renders {
 		t.Run(r.name, func(t *testing.T) {
 			args := append([]string{"template", "odh-serving", "../../charts/odh-serving", "--namespace", "opendatahub"}, r.args...)
@@ -157,11 +160,16 @@ func TestRBACChart(t *testing.T) {
 			clusterRoles := map[string]*unstructured.Unstructured{}
 			for _, d := range docs {
 				switch d.Object.GetKind() {
-				case "Role":
+				case "Role", "ClusterRole":
 					checkRules(t, r.name, d.Object)
-				case "ClusterRole":
-					checkRules(t, r.name, d.Object)
-					clusterRoles[d.Object.GetName()] = d.Object
+					var role rbacv1.ClusterRole // Role and ClusterRole share the rules' shape
+					fromUnstructured(t, d.Object, &role)
+					for _, p := range checkChartRules(role.Name, role.Rules, usedRules) {
+						t.Errorf("%s %s: %s", d.Object.GetKind(), client.ObjectKeyFromObject(d.Object), p)
+					}
+					if d.Object.GetKind() == "ClusterRole" {
+						clusterRoles[d.Object.GetName()] = d.Object
+					}
 				}
 			}
 			for _, d := range docs {
@@ -190,7 +198,9 @@ func TestRBACChart(t *testing.T) {
 							}
 							used[gr] = true
 						case r.allNamespaces:
-							// allowed: allNamespaces
+							// Namespaced rights in the ClusterRole while every
+							// namespace is watched: each rule is allowed, with its
+							// reason and names, by chartRules (checked above).
 						default:
 							if _, ok := namespacedInClusterRole[gr]; !ok {
 								t.Errorf("with watchNamespaces set, ClusterRole %s still grants %v on %s in every namespace", cr.Name, rule.Verbs, gr)
@@ -201,6 +211,14 @@ func TestRBACChart(t *testing.T) {
 				}
 			}
 		})
+	}
+	for i, a := range chartRules {
+		if !usedRules[i] {
+			t.Errorf("chartRules entry for %s %v %v is never needed; remove it", a.role, a.verbs, a.resources)
+		}
+		if a.why == "" {
+			t.Errorf("chartRules entry for %s %v %v says not why", a.role, a.verbs, a.resources)
+		}
 	}
 	for _, allow := range []map[string]string{clusterScopedGrants, namespacedInClusterRole} {
 		for gr := range allow {
