@@ -13,9 +13,10 @@ GWAPI=$(moddir sigs.k8s.io/gateway-api)
 LWS=$(moddir sigs.k8s.io/lws)
 rm -rf "$OUT"
 mkdir -p "$OUT/gie" "$OUT/gateway-api" "$OUT/lws"
-cp "$GIE/config/crd/bases/inference.networking.k8s.io_inferencepools.yaml" \
-   "$GIE/config/crd/bases/inference.networking.x-k8s.io_inferencepools.yaml" \
-   "$GIE/config/crd/bases/inference.networking.x-k8s.io_inferenceobjectives.yaml" "$OUT/gie/"
+# Every CRD the GIE release ships: both InferencePools, InferenceObjective,
+# InferenceModelRewrite (both read by the endpoint picker) and
+# InferencePoolImport. odh-serving installs and owns them all.
+cp "$GIE"/config/crd/bases/inference.networking*.yaml "$OUT/gie/"
 # Gateway API standard channel: every CRD, and nothing else (newer releases add
 # a ValidatingAdmissionPolicy beside them).
 for f in "$GWAPI"/config/crd/standard/*.yaml; do

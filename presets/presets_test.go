@@ -11,7 +11,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
@@ -151,4 +153,64 @@ func argValue(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// TestEPPRoleMatchesGIECRDs checks the endpoint picker's Role against the
+// GIE CRDs odh-serving installs (api/crds/thirdparty/gie, GIE v1.3.1): it
+// grants read on every kind GIE's endpoint picker of that release watches
+// (pkg/epp/controller: pods, the InferencePool of its --pool-group, either
+// group, InferenceObjective and InferenceModelRewrite), and every GIE
+// resource it names is one of the installed CRDs.
+func TestEPPRoleMatchesGIECRDs(t *testing.T) {
+	gie, err := crds.Load(crds.GIE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := map[string]bool{} // group/plural
+	for _, crd := range gie {
+		installed[crd.Spec.Group+"/"+crd.Spec.Names.Plural] = true
+	}
+	in, err := manifest.DecodeFile("config-llm-scheduler/sample.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.Render(t.Context(), in.Services[0].Service, presetstest.Catalog(t, nil), engine.Options{Images: presetstest.Images(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.Role
+	for _, o := range res.Objects {
+		if r, ok := o.(*rbacv1.Role); ok && strings.HasSuffix(r.Name, "-epp-role") {
+			role = r
+		}
+	}
+	if role == nil {
+		t.Fatal("no endpoint picker Role (*-epp-role) rendered")
+	}
+	granted := map[string]bool{} // group/plural readable
+	for _, rule := range role.Rules {
+		if !slices.Contains(rule.Verbs, "get") || !slices.Contains(rule.Verbs, "list") || !slices.Contains(rule.Verbs, "watch") {
+			continue
+		}
+		for _, g := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				granted[g+"/"+r] = true
+				if (g == build.GroupPoolV1 || g == build.GroupPoolV1alpha2) && !installed[g+"/"+r] {
+					t.Errorf("Role %s grants %s/%s, a kind odh-serving never installs", role.Name, g, r)
+				}
+			}
+		}
+	}
+	for _, watched := range []string{
+		"/pods",
+		build.GroupPoolV1 + "/inferencepools", build.GroupPoolV1alpha2 + "/inferencepools",
+		build.GroupPoolV1alpha2 + "/inferenceobjectives", build.GroupPoolV1alpha2 + "/inferencemodelrewrites",
+	} {
+		if !granted[watched] {
+			t.Errorf("Role %s does not let the endpoint picker get, list and watch %s", role.Name, watched)
+		}
+		if g, _, _ := strings.Cut(watched, "/"); g != "" && !installed[watched] {
+			t.Errorf("the endpoint picker watches %s, but odh-serving does not install its CRD", watched)
+		}
+	}
 }

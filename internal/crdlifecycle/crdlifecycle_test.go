@@ -74,7 +74,9 @@ func TestGIECRDs(t *testing.T) {
 			t.Errorf("%s: not defaulted like the API server does", crd.Name)
 		}
 	}
-	want := "inferencepools.inference.networking.k8s.io inferenceobjectives.inference.networking.x-k8s.io " + Alpha2PoolCRD
+	// Every CRD GIE v1.3.1 ships in config/crd/bases.
+	want := "inferencepools.inference.networking.k8s.io inferencemodelrewrites.inference.networking.x-k8s.io " +
+		"inferenceobjectives.inference.networking.x-k8s.io inferencepoolimports.inference.networking.x-k8s.io " + Alpha2PoolCRD
 	if strings.Join(names, " ") != want {
 		t.Errorf("GIE CRDs: %v", names)
 	}

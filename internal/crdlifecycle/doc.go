@@ -1,9 +1,10 @@
 // Package crdlifecycle installs, reports on and removes the
 // CustomResourceDefinitions odh-serving owns.
 //
-// The GIE CRDs (the v1 InferencePool, the v1alpha2 InferencePool while a
-// migration needs it, and the InferenceObjective) are embedded from
-// api/crds. Apply server-side applies them under field manager odh-serving,
+// The GIE CRDs, every one the pinned GIE release ships (the v1
+// InferencePool, the v1alpha2 InferencePool while a migration needs it,
+// InferenceObjective, InferenceModelRewrite and InferencePoolImport), are
+// embedded from api/crds. Apply server-side applies them under field manager odh-serving,
 // labelled app.kubernetes.io/managed-by: odh-serving, as ODH's ADR MS-0002
 // has model serving own them. Two rules keep it safe to run on every start:
 //

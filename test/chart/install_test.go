@@ -222,7 +222,8 @@ func TestCRDsChartKeepsCRDs(t *testing.T) {
 	crdNames := []string{
 		"llminferenceservices.serving.kserve.io", "llminferenceserviceconfigs.serving.kserve.io",
 		"inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io",
-		"inferenceobjectives.inference.networking.x-k8s.io",
+		"inferenceobjectives.inference.networking.x-k8s.io", "inferencemodelrewrites.inference.networking.x-k8s.io",
+		"inferencepoolimports.inference.networking.x-k8s.io",
 	}
 	crdsExist := func(when string) {
 		t.Helper()

@@ -79,7 +79,7 @@ var boundClusterRoles = map[string]string{
 
 // knownNamespaced are resources of APIs the control plane does not serve.
 var knownNamespaced = []string{
-	"llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites", "inference.networking.x-k8s.io/inferencemodelrewrites",
+	"llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites",
 	"keda.sh/scaledobjects",
 }
 
