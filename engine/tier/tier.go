@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -51,25 +50,26 @@ type Config struct {
 
 // Parse reads the tier list, the YAML under the ConfigMap's key tiers, and
 // checks it: there is a tier, every tier has a unique name that makes a
-// valid namespace name after prefix, and no field is misspelt. Errors name the tier by index
-// and name.
+// valid namespace name after prefix, and no field is misspelt. Errors wrap
+// ErrMalformed, ErrNoTiers or ErrInvalidTiers and name the tier by index
+// and name. FromConfigMap reads the ConfigMap, and names it in its errors.
 func Parse(data, prefix string) (*Config, error) {
 	if prefix == "" {
 		prefix = DefaultNamespacePrefix
 	}
 	var tiers []Tier
 	if err := yaml.UnmarshalStrict([]byte(data), &tiers); err != nil {
-		return nil, fmt.Errorf("key %s: not a YAML list of {name, displayName, description, level, groups}: %w", ConfigMapKey, err)
+		return nil, fmt.Errorf("key %s: %w: %w", ConfigMapKey, ErrMalformed, err)
 	}
 	if len(tiers) == 0 {
-		return nil, fmt.Errorf("key %s: no tiers", ConfigMapKey)
+		return nil, fmt.Errorf("key %s: %w", ConfigMapKey, ErrNoTiers)
 	}
 	var errs []error
 	seen := map[string]int{}
 	for i, t := range tiers {
-		where := fmt.Sprintf("key %s: tiers[%d] (%q)", ConfigMapKey, i, t.Name)
+		where := fmt.Sprintf("tiers[%d] (%q)", i, t.Name)
 		if t.Name == "" {
-			errs = append(errs, fmt.Errorf("key %s: tiers[%d]: name is required", ConfigMapKey, i))
+			errs = append(errs, fmt.Errorf("tiers[%d]: name is required", i))
 			continue
 		}
 		if j, dup := seen[t.Name]; dup {
@@ -85,8 +85,8 @@ func Parse(data, prefix string) (*Config, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("key %s: %w: %w", ConfigMapKey, ErrInvalidTiers, errors.Join(errs...))
 	}
 	return &Config{Tiers: tiers, NamespacePrefix: prefix}, nil
 }
@@ -250,44 +250,4 @@ func quoteAll(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// Flags say where the tier list is and how tiers' namespaces are named:
-// the controller and the MaaS API server take the same flags, so the
-// chart passes both the same values.
-type Flags struct {
-	// ConfigMapNamespace holds the ConfigMap; empty: the caller's system
-	// namespace.
-	ConfigMapNamespace string
-	// ConfigMapName names it. Default: tier-to-group-mapping.
-	ConfigMapName string
-	// NamespacePrefix names the tiers' namespaces. Default:
-	// maas-default-gateway-tier-.
-	NamespacePrefix string
-}
-
-// AddFlags registers --tier-config-namespace, --tier-config-name and
-// --tier-namespace-prefix on fs.
-func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.ConfigMapNamespace, "tier-config-namespace", "",
-		"namespace of the MaaS tier ConfigMap; default: the system namespace")
-	fs.StringVar(&f.ConfigMapName, "tier-config-name", ConfigMapName,
-		"name of the MaaS tier ConfigMap (key "+ConfigMapKey+": a YAML list of {name, displayName, description, level, groups})")
-	fs.StringVar(&f.NamespacePrefix, "tier-namespace-prefix", DefaultNamespacePrefix,
-		"a MaaS tier's namespace is this prefix and the tier's name")
-}
-
-// Defaults returns f with its defaults set, the ConfigMap's namespace
-// defaulting to systemNamespace.
-func (f Flags) Defaults(systemNamespace string) Flags {
-	if f.ConfigMapNamespace == "" {
-		f.ConfigMapNamespace = systemNamespace
-	}
-	if f.ConfigMapName == "" {
-		f.ConfigMapName = ConfigMapName
-	}
-	if f.NamespacePrefix == "" {
-		f.NamespacePrefix = DefaultNamespacePrefix
-	}
-	return f
 }

@@ -48,7 +48,7 @@ type Options struct {
 	// --tier-config-name and --tier-namespace-prefix, the controller's
 	// flags too: where the tier ConfigMap is, and the tier namespaces,
 	// where the ServiceAccounts of the tiers' users live.
-	Tiers tier.Flags
+	Tiers tier.Source
 	// TokenAudience is the audience of minted tokens.
 	TokenAudience string
 	// TokenMaxExpiration is the longest lifetime a TokenRequest may ask for.
@@ -68,19 +68,20 @@ func NewOptions() *Options {
 		SecureServing:      serving.WithLoopback(),
 		Authentication:     genericoptions.NewDelegatingAuthenticationOptions(),
 		Authorization:      genericoptions.NewDelegatingAuthorizationOptions(),
-		Tiers:              tier.Flags{ConfigMapName: tier.ConfigMapName, NamespacePrefix: tier.DefaultNamespacePrefix},
+		Tiers:              tier.Source{ConfigMapName: tier.ConfigMapName, NamespacePrefix: tier.DefaultNamespacePrefix},
 		TokenAudience:      DefaultTokenAudience,
 		TokenMaxExpiration: DefaultTokenMaxExpiration,
 	}
 }
 
-// AddFlags adds the options' flags to fs.
+// AddFlags adds the options' flags to fs, but the tier flags
+// (--tier-config-namespace, ...): internal/cli registers those, for the
+// controller too.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.SecureServing.AddFlags(fs)
 	o.Authentication.AddFlags(fs)
 	o.Authorization.AddFlags(fs)
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file of the cluster; default: in-cluster, or $KUBECONFIG. Also the default of --authentication-kubeconfig and --authorization-kubeconfig")
-	o.Tiers.AddFlags(fs)
 	fs.StringVar(&o.TokenAudience, "token-audience", o.TokenAudience, "audience of the tokens tokenrequests mint; the gateway's TokenReview asks for it")
 	fs.DurationVar(&o.TokenMaxExpiration, "token-max-expiration", o.TokenMaxExpiration, "longest lifetime a tokenrequest may ask for (at least "+MinTokenExpiration.String()+")")
 }

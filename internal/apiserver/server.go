@@ -41,7 +41,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	tiers := newTierSource(kube, o)
+	tiers, err := newTierSource(kube, o)
+	if err != nil {
+		return err
+	}
 	models, err := newModelCache(cfg, tiers)
 	if err != nil {
 		return err

@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/opendatahub-io/odh-serving/engine/tier"
@@ -48,75 +49,91 @@ func (c *tierConfig) resolve(groups []string) (tier.Tier, error) {
 }
 
 // tierSource keeps the tier ConfigMap parsed, from an informer that
-// watches that one ConfigMap.
+// watches that one ConfigMap: a shared informer factory limited to its
+// namespace, listing by name (a field selector).
 type tierSource struct {
-	prefix   string
-	what     string
-	key      string
+	prefix string
+	what   string
+	// key is the ConfigMap's namespace and name.
+	key      types.NamespacedName
+	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
-	current  atomic.Pointer[tierConfig]
+	lister   corev1listers.ConfigMapNamespaceLister
+	// handler is reload's registration: it has synced when reload has
+	// seen the informer's first list, not only the store.
+	handler cache.ResourceEventHandlerRegistration
+	// reloading serializes reload, so that the last stored is of the
+	// newest store.
+	reloading sync.Mutex
+	current   atomic.Pointer[tierConfig]
+	// loaded is set once current is of the informer's first list, the
+	// ConfigMap or its absence.
+	loaded atomic.Bool
 }
 
-func newTierSource(kube kubernetes.Interface, o *Options) *tierSource {
+func newTierSource(kube kubernetes.Interface, o *Options) (*tierSource, error) {
 	ns, name := o.Tiers.ConfigMapNamespace, o.Tiers.ConfigMapName
-	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			return kube.CoreV1().ConfigMaps(ns).List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return kube.CoreV1().ConfigMaps(ns).Watch(ctx, opts)
-		},
-	}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) {
+			opts.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
+		}))
+	configMaps := factory.Core().V1().ConfigMaps()
 	s := &tierSource{
 		prefix:   o.Tiers.NamespacePrefix,
 		what:     fmt.Sprintf("ConfigMap %s/%s", ns, name),
-		key:      ns + "/" + name,
-		informer: cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{}),
+		key:      types.NamespacedName{Namespace: ns, Name: name},
+		factory:  factory,
+		informer: configMaps.Informer(),
+		lister:   configMaps.Lister().ConfigMaps(ns),
 	}
 	s.current.Store(&tierConfig{err: fmt.Errorf("%s is not read yet", s.what)})
 	reload := func(any) { s.reload() }
-	_, _ = s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	handler, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    reload,
 		UpdateFunc: func(_, _ any) { s.reload() },
 		DeleteFunc: reload,
 	})
-	return s
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", s.what, err)
+	}
+	s.handler = handler
+	return s, nil
 }
 
+// run runs the informer until ctx is done. Once it has listed, the
+// ConfigMap is read even if no event came: a ConfigMap missing from the
+// start is reported as missing, not as not read yet.
 func (s *tierSource) run(ctx context.Context) {
-	s.informer.RunWithContext(ctx)
+	defer s.factory.Shutdown()
+	s.factory.Start(ctx.Done())
+	if cache.WaitForCacheSync(ctx.Done(), s.handler.HasSynced) {
+		s.reload()
+		s.loaded.Store(true)
+	}
+	<-ctx.Done()
 }
 
 // reload parses the ConfigMap in the informer's store. A bad one is kept
 // as an error that every request needing a tier returns: the server
 // fails closed rather than serving an older configuration.
 func (s *tierSource) reload() {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
 	s.current.Store(s.load())
 }
 
 func (s *tierSource) load() *tierConfig {
-	obj, exists, err := s.informer.GetStore().GetByKey(s.key)
-	if err != nil {
+	cm, err := s.lister.Get(s.key.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &tierConfig{err: tier.NotFound(s.key.Namespace, s.key.Name)}
+	case err != nil:
 		return &tierConfig{err: fmt.Errorf("%s: %w", s.what, err)}
 	}
-	if !exists {
-		return &tierConfig{err: fmt.Errorf("%s does not exist", s.what)}
-	}
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return &tierConfig{err: fmt.Errorf("%s: unexpected %T in the cache", s.what, obj)}
-	}
-	data, ok := cm.Data[tier.ConfigMapKey]
-	if !ok {
-		return &tierConfig{err: fmt.Errorf("%s has no key %s", s.what, tier.ConfigMapKey)}
-	}
-	cfg, err := tier.Parse(data, s.prefix)
+	cfg, err := tier.FromConfigMap(cm, s.prefix)
 	if err != nil {
-		// tier's errors start with the key: "ConfigMap ns/name key tiers: ...".
-		return &tierConfig{err: fmt.Errorf("%s %w", s.what, err)}
+		return &tierConfig{err: err}
 	}
 	return &tierConfig{cfg: cfg}
 }
@@ -158,7 +175,7 @@ func (s *tierSource) isMinted(u user.Info) bool {
 
 func (s *tierSource) syncedCheck() healthz.HealthChecker {
 	return healthz.NamedCheck("tier-config-informer-synced", func(*http.Request) error {
-		if !s.informer.HasSynced() {
+		if !s.loaded.Load() {
 			return fmt.Errorf("the informer of %s has not synced", s.what)
 		}
 		return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/opendatahub-io/odh-serving/internal/apiserver"
 )
@@ -25,6 +26,13 @@ SubjectAccessReview); nothing is stored. See docs/maas.md.`,
 			return apiserver.Run(cmd.Context(), o)
 		},
 	}
-	o.AddFlags(cmd.Flags())
+	AddAPIServerFlags(cmd.Flags(), o)
 	return cmd
+}
+
+// AddAPIServerFlags registers odh-serving api-server's flags on fs, bound
+// to o: the options' own and the tier flags the controller takes too.
+func AddAPIServerFlags(fs *pflag.FlagSet, o *apiserver.Options) {
+	o.AddFlags(fs)
+	addTierFlags(fs, &o.Tiers)
 }

@@ -122,6 +122,11 @@ func TestRenderErrorsWriteNothing(t *testing.T) {
 			args:  []string{"render", "-f", "-"},
 			want:  `<stdin>:11: ConfigMap tier-to-group-mapping: key tiers: not a YAML list of {name, displayName, description, level, groups}: error unmarshaling JSON: while decoding JSON: json: unknown field "levl"`,
 		},
+		"tier list without the key tiers": {
+			stdin: maasService + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier-to-group-mapping}\ndata: {tier: '- {name: premium}'}\n",
+			args:  []string{"render", "-f", "-"},
+			want:  "<stdin>:11: ConfigMap tier-to-group-mapping: no key tiers",
+		},
 		"unknown tier": {
 			stdin: strings.Replace(maasService, "premium", "gold", 1) + "---\n" + maasTiers,
 			args:  []string{"render", "-f", "-"},

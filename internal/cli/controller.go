@@ -63,7 +63,7 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	fs.BoolVar(&o.ManageCRDs, "manage-crds", true, "apply the embedded GIE CRDs at start")
 	fs.BoolVar(&o.MaaS, "maas", false, "publish services to Models-as-a-Service: a service annotated "+tier.AnnotationTiers+
 		" gets the Role <service>-model-user and a RoleBinding per allowed tier (not in static mode)")
-	o.Tiers.AddFlags(fs)
+	addTierFlags(fs, &o.Tiers)
 	fs.BoolVar(&f.monitoring, "monitoring", true, "give every service its PodMonitor and ServiceMonitor when the Prometheus Operator's CRDs are served")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "services reconciled at once")
 	gofs := flag.NewFlagSet("zap", flag.ContinueOnError)

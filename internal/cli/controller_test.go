@@ -39,7 +39,7 @@ func TestControllerFlags(t *testing.T) {
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
 		ManageCRDs: true, MaxConcurrentReconciles: 4,
-		Tiers: tier.Flags{ConfigMapName: "tier-to-group-mapping", NamespacePrefix: "maas-default-gateway-tier-"},
+		Tiers: tier.Source{ConfigMapName: "tier-to-group-mapping", NamespacePrefix: "maas-default-gateway-tier-"},
 	}
 	if diff := cmp.Diff(want, defaults, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -71,7 +71,7 @@ func TestControllerFlags(t *testing.T) {
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
 		PprofBindAddress: "127.0.0.1:6060", WebhookPort: 9444, WebhookCertDir: "/certs", WebhookServiceName: "hook", DisableWebhooks: true,
 		MaxConcurrentReconciles: 8,
-		MaaS:                    true, Tiers: tier.Flags{ConfigMapNamespace: "maas", ConfigMapName: "tiers", NamespacePrefix: "acme-tier-"},
+		MaaS:                    true, Tiers: tier.Source{ConfigMapNamespace: "maas", ConfigMapName: "tiers", NamespacePrefix: "acme-tier-"},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(controller.Options{})); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)

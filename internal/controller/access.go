@@ -59,19 +59,20 @@ type tierSource struct {
 }
 
 // badTierConfig is why the tier list cannot be used: the ConfigMap is
-// missing, has no key tiers, or does not parse. Any other error reading it
-// is the cache's, and is retried.
+// missing, has no key tiers, or does not parse (tier's errors, which name
+// the ConfigMap and the key). Any other error reading it is the cache's,
+// and is retried.
 type badTierConfig struct{ error }
 
 func (e badTierConfig) Unwrap() error { return e.error }
 
-// config returns the tier list, a badTierConfig naming the ConfigMap and
-// what is wrong with it, or the error of reading it.
+// config returns the tier list, a badTierConfig, or the error of reading
+// the ConfigMap.
 func (s *tierSource) config(ctx context.Context) (*tier.Config, error) {
 	cm := &corev1.ConfigMap{}
 	if err := s.reader.Get(ctx, s.key, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, badTierConfig{fmt.Errorf("the tier ConfigMap %s is not found", s.key)}
+			return nil, badTierConfig{tier.NotFound(s.key.Namespace, s.key.Name)}
 		}
 		return nil, fmt.Errorf("get the tier ConfigMap %s: %w", s.key, err)
 	}
@@ -79,11 +80,8 @@ func (s *tierSource) config(ctx context.Context) (*tier.Config, error) {
 	defer s.mu.Unlock()
 	if cm.ResourceVersion != s.resourceVersion {
 		s.resourceVersion = cm.ResourceVersion
-		data, ok := cm.Data[tier.ConfigMapKey]
-		if !ok {
-			s.parsed, s.err = nil, badTierConfig{fmt.Errorf("the tier ConfigMap %s has no key %s", s.key, tier.ConfigMapKey)}
-		} else if s.parsed, s.err = tier.Parse(data, s.prefix); s.err != nil {
-			s.err = badTierConfig{fmt.Errorf("the tier ConfigMap %s: %w", s.key, s.err)}
+		if s.parsed, s.err = tier.FromConfigMap(cm, s.prefix); s.err != nil {
+			s.err = badTierConfig{s.err}
 		}
 	}
 	return s.parsed, s.err

@@ -29,7 +29,7 @@ type Options struct {
 	// Tiers say where the tier list is and how tiers' namespaces are
 	// named: the same flags as the MaaS API server's. The ConfigMap's
 	// namespace defaults to the system namespace.
-	Tiers tier.Flags
+	Tiers tier.Source
 
 	// WatchNamespaces limits the services reconciled; empty means all.
 	WatchNamespaces []string

@@ -93,14 +93,14 @@ func TestBadTierConfig(t *testing.T) {
 		data map[string]string // nil deletes the ConfigMap
 		want string
 	}{
-		"not YAML":        {map[string]string{"tiers": "- name: [free"}, what + " key tiers: not a YAML list of {name, displayName, description, level, groups}"},
+		"not YAML":        {map[string]string{"tiers": "- name: [free"}, what + ": key tiers: not a YAML list of {name, displayName, description, level, groups}"},
 		"unknown field":   {map[string]string{"tiers": "- name: free\n  group: [system:authenticated]\n"}, `unknown field "group"`},
-		"duplicate name":  {map[string]string{"tiers": "- name: free\n- name: free\n"}, what + ` key tiers: tiers[1] ("free"): the name is also tiers[0]'s`},
-		"not a namespace": {map[string]string{"tiers": "- name: Free_Tier\n"}, what + ` key tiers: tiers[0] ("Free_Tier"): the tier's namespace "maas-default-gateway-tier-Free_Tier" is not a valid name`},
-		"no name":         {map[string]string{"tiers": "- level: 3\n"}, what + " key tiers: tiers[0]: name is required"},
-		"no tiers":        {map[string]string{"tiers": "[]"}, what + " key tiers: no tiers"},
-		"no key":          {map[string]string{"tier": tiersYAML}, what + " has no key tiers"},
-		"no ConfigMap":    {nil, what + " does not exist"},
+		"duplicate name":  {map[string]string{"tiers": "- name: free\n- name: free\n"}, what + `: key tiers: invalid tiers: tiers[1] ("free"): the name is also tiers[0]'s`},
+		"not a namespace": {map[string]string{"tiers": "- name: Free_Tier\n"}, what + `: key tiers: invalid tiers: tiers[0] ("Free_Tier"): the tier's namespace "maas-default-gateway-tier-Free_Tier" is not a valid name`},
+		"no name":         {map[string]string{"tiers": "- level: 3\n"}, what + ": key tiers: invalid tiers: tiers[0]: name is required"},
+		"no tiers":        {map[string]string{"tiers": "[]"}, what + ": key tiers: no tiers"},
+		"no key":          {map[string]string{"tier": tiersYAML}, what + ": no key tiers"},
+		"no ConfigMap":    {nil, what + ": not found"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			setTiers(t, tc.data)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/apiserver"
+	"github.com/opendatahub-io/odh-serving/internal/cli"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -239,7 +240,7 @@ func TestAPIServerFlags(t *testing.T) {
 			}
 			o := apiserver.NewOptions()
 			fs := pflag.NewFlagSet("api-server", pflag.ContinueOnError)
-			o.AddFlags(fs)
+			cli.AddAPIServerFlags(fs, o)
 			if err := fs.Parse(args[1:]); err != nil {
 				t.Fatalf("args %v: %v", args, err)
 			}

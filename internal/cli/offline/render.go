@@ -16,7 +16,9 @@ import (
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
@@ -149,15 +151,20 @@ func runRender(ctx context.Context, s Streams, f *renderFlags) error {
 	return err
 }
 
-// readTiers sets opts.Tiers from the tier ConfigMap d.
+// readTiers sets opts.Tiers from the tier ConfigMap d, read as the
+// controller and the MaaS API server read it (tier.FromConfigMap): one
+// without the key tiers is an error, not an empty tier list.
 func (f *renderFlags) readTiers(opts *engine.Options, d manifest.Document) error {
 	if opts.Tiers != nil {
 		return fmt.Errorf("%s: a second ConfigMap %s; give one tier list", d.Where(), tier.ConfigMapName)
 	}
-	data, _, _ := unstructured.NestedString(d.Object.Object, "data", tier.ConfigMapKey)
-	cfg, err := tier.Parse(data, f.tierPrefix)
+	cm := &corev1.ConfigMap{}
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, cm); err != nil {
+		return fmt.Errorf("%s: ConfigMap %s: %w", d.Where(), d.Object.GetName(), err)
+	}
+	cfg, err := tier.FromConfigMap(cm, f.tierPrefix)
 	if err != nil {
-		return fmt.Errorf("%s: ConfigMap %s: %w", d.Where(), tier.ConfigMapName, err)
+		return fmt.Errorf("%s: %w", d.Where(), err)
 	}
 	opts.Tiers = cfg
 	return nil
