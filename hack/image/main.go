@@ -22,7 +22,6 @@ func main() {
 	flag.StringVar(&o.LDFlags, "ldflags", "", "go build -ldflags (default: the internal/version -X flags)")
 	flag.StringVar(&o.OutDir, "out", "bin/image", "output directory")
 	flag.StringVar(&o.ModuleDir, "C", ".", "the odh-serving module root")
-	flag.StringVar(&o.CACertificates, "ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to copy into the image")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)

@@ -1,6 +1,7 @@
 package imagebuild
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 // uses the same values.
 const (
 	BinaryPath = "/usr/local/bin/odh-serving"
-	User       = "65532:65532"
-	WorkingDir = "/home/nonroot"
+	// CABundlePath is the CA bundle (CABundle), SSL_CERT_FILE.
+	CABundlePath = "/etc/ssl/certs/ca-certificates.crt"
+	User         = "65532:65532"
+	WorkingDir   = "/home/nonroot"
 )
 
 // The OCI annotation and label keys the image carries.
@@ -71,9 +74,6 @@ type Options struct {
 	Licenses    string
 	Title       string
 	Description string
-	// CACertificates is the CA bundle copied to
-	// /etc/ssl/certs/ca-certificates.crt; default the host's (Debian) one.
-	CACertificates string
 	// Log receives go build's output and progress lines; default os.Stderr.
 	Log io.Writer
 }
@@ -84,6 +84,8 @@ type Result struct {
 	SBOM        string
 	IndexDigest v1.Hash
 	Images      []PlatformImage
+	// CABundle is the CA bundle the images hold.
+	CABundle *CABundle
 }
 
 // PlatformImage is one platform's image in the index.
@@ -132,9 +134,6 @@ func (o *Options) defaults() error {
 	if o.Description == "" {
 		o.Description = "LLMInferenceService controller, renderer and Helm post-renderer"
 	}
-	if o.CACertificates == "" {
-		o.CACertificates = "/etc/ssl/certs/ca-certificates.crt"
-	}
 	if o.Log == nil {
 		o.Log = os.Stderr
 	}
@@ -154,14 +153,19 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := baseLayer(o)
+	ca, err := caBundle(o.ModuleDir)
+	if err != nil {
+		return nil, err
+	}
+	base, err := baseLayer(o, ca)
 	if err != nil {
 		return nil, err
 	}
 
 	res := &Result{
-		Archive: filepath.Join(o.OutDir, ArchiveName(o.Version)),
-		SBOM:    filepath.Join(o.OutDir, SBOMName(o.Version)),
+		Archive:  filepath.Join(o.OutDir, ArchiveName(o.Version)),
+		SBOM:     filepath.Join(o.OutDir, SBOMName(o.Version)),
+		CABundle: ca,
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for i, p := range o.Platforms {
@@ -208,24 +212,36 @@ func (o *Options) labels() map[string]string {
 }
 
 // compileAll builds the binary for every platform at once: with a warm Go
-// cache most of the time is linking, which runs on one core each.
+// cache most of the time is linking, which runs on one core each. Each
+// build's output reaches o.Log whole when the build ends, one build at a
+// time: o.Log need not be safe for concurrent use (a bytes.Buffer is not),
+// and the builds' lines do not interleave.
 func compileAll(ctx context.Context, o Options) ([]string, error) {
 	out := make([]string, len(o.Platforms))
 	errs := make([]error, len(o.Platforms))
 	var wg sync.WaitGroup
+	var logMu sync.Mutex
 	for i, p := range o.Platforms {
 		out[i] = filepath.Join(o.OutDir, p.OS+"_"+p.Architecture, "odh-serving")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = compile(ctx, o, p, out[i])
+			var output bytes.Buffer
+			errs[i] = compile(ctx, o, p, out[i], &output)
+			logMu.Lock()
+			defer logMu.Unlock()
+			if _, err := o.Log.Write(output.Bytes()); err != nil && errs[i] == nil {
+				errs[i] = fmt.Errorf("writing the log of go build for %s: %w", p, err)
+			}
 		}()
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
 
-func compile(ctx context.Context, o Options, p v1.Platform, out string) error {
+// compile builds the binary for p at out, writing go build's output and a
+// progress line to log.
+func compile(ctx context.Context, o Options, p v1.Platform, out string, log io.Writer) error {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", o.LDFlags, "-o", out, o.Package)
 	cmd.Dir = o.ModuleDir
@@ -233,11 +249,11 @@ func compile(ctx context.Context, o Options, p v1.Platform, out string) error {
 	if p.Variant != "" && p.Architecture == "arm" {
 		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
 	}
-	cmd.Stdout, cmd.Stderr = o.Log, o.Log
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build %s for %s: %w", o.Package, p, err)
 	}
-	fmt.Fprintf(o.Log, "built %s for %s in %.1fs\n", o.Package, p, time.Since(start).Seconds())
+	fmt.Fprintf(log, "built %s for %s in %.1fs\n", o.Package, p, time.Since(start).Seconds())
 	return nil
 }
 
@@ -269,7 +285,7 @@ func platformImage(o Options, p v1.Platform, base v1.Layer, binary string) (v1.I
 		Entrypoint: []string{BinaryPath},
 		User:       User,
 		WorkingDir: WorkingDir,
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=" + CABundlePath},
 		Labels:     o.labels(),
 	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {

@@ -20,25 +20,20 @@ import (
 func buildHello(t *testing.T) *Result {
 	t.Helper()
 	dir := t.TempDir()
-	certs := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(certs, []byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := Build(t.Context(), Options{
-		ModuleDir:      root,
-		Package:        "./internal/imagebuild/testdata/hello",
-		OutDir:         filepath.Join(dir, "out"),
-		Repository:     "example.com/odh-serving",
-		Version:        "1.2.3",
-		Commit:         "0123456789abcdef0123456789abcdef01234567",
-		Created:        time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Platforms:      []v1.Platform{{OS: "linux", Architecture: "amd64"}},
-		CACertificates: certs,
-		Log:            io.Discard,
+		ModuleDir:  root,
+		Package:    "./internal/imagebuild/testdata/hello",
+		OutDir:     filepath.Join(dir, "out"),
+		Repository: "example.com/odh-serving",
+		Version:    "1.2.3",
+		Commit:     "0123456789abcdef0123456789abcdef01234567",
+		Created:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Platforms:  []v1.Platform{{OS: "linux", Architecture: "amd64"}},
+		Log:        io.Discard,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +146,16 @@ func TestSBOMListsTheBuildInfo(t *testing.T) {
 	}
 }
 
-func TestProxyEscape(t *testing.T) {
-	if got := proxyEscape("github.com/BurntSushi/toml"); got != "github.com/!burnt!sushi/toml" {
-		t.Errorf("proxyEscape = %q", got)
+// The proxy's download location escapes capitals in the path and the
+// version, as golang.org/x/mod/module says, and refuses what is not a
+// module path.
+func TestProxyZip(t *testing.T) {
+	got, err := proxyZip("github.com/BurntSushi/toml", "v1.0.0-RC1")
+	if want := "https://proxy.golang.org/github.com/!burnt!sushi/toml/@v/v1.0.0-!r!c1.zip"; err != nil || got != want {
+		t.Errorf("proxyZip = %q, %v; want %q", got, err, want)
+	}
+	if got, err := proxyZip("example.com/a b", "v1.0.0"); err == nil {
+		t.Errorf("proxyZip of a path with a space = %q, want an error", got)
 	}
 }
 

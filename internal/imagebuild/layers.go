@@ -35,12 +35,9 @@ type entry struct {
 	data     []byte
 }
 
-// baseLayer holds what the binary needs from an operating system.
-func baseLayer(o Options) (v1.Layer, error) {
-	certs, err := os.ReadFile(o.CACertificates)
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA certificates for the base layer: %w", err)
-	}
+// baseLayer holds what the binary needs from an operating system, with
+// the pinned CA bundle: nothing of the build host.
+func baseLayer(o Options, ca *CABundle) (v1.Layer, error) {
 	return layer("base", o.Created, []entry{
 		{name: "etc/", mode: 0o755},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
@@ -48,7 +45,7 @@ func baseLayer(o Options) (v1.Layer, error) {
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
 		{name: "etc/ssl/", mode: 0o755},
 		{name: "etc/ssl/certs/", mode: 0o755},
-		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: certs},
+		{name: strings.TrimPrefix(CABundlePath, "/"), mode: 0o644, data: ca.PEM},
 		{name: "home/", mode: 0o755},
 		{name: "home/nonroot/", mode: 0o700, uid: 65532, gid: 65532},
 		{name: "tmp/", mode: 0o1777},

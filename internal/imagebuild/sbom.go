@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/mod/module"
 )
 
 // SPDX 2.3 JSON, only the fields written here. See
@@ -38,6 +40,7 @@ type spdxPackage struct {
 	FilesAnalyzed    bool              `json:"filesAnalyzed"`
 	LicenseConcluded string            `json:"licenseConcluded,omitempty"`
 	LicenseDeclared  string            `json:"licenseDeclared,omitempty"`
+	SourceInfo       string            `json:"sourceInfo,omitempty"`
 	PrimaryPurpose   string            `json:"primaryPackagePurpose,omitempty"`
 	Checksums        []spdxChecksum    `json:"checksums,omitempty"`
 	ExternalRefs     []spdxExternalRef `json:"externalRefs,omitempty"`
@@ -158,12 +161,31 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 			{Element: mainID, Type: "DEPENDS_ON", Related: stdID},
 		},
 	}
+	if ca := res.CABundle; ca != nil {
+		zip, err := proxyZip(ca.Module, ca.Version)
+		if err != nil {
+			return nil, fmt.Errorf("the SBOM's CA bundle: %w", err)
+		}
+		id := spdxID("Package-ca-certificates", ca.Module, ca.Version)
+		doc.Packages = append(doc.Packages, spdxPackage{
+			Name: "ca-certificates", SPDXID: id, VersionInfo: ca.Version,
+			DownloadLocation: zip, PrimaryPurpose: "FILE",
+			Checksums:    []spdxChecksum{{Algorithm: "SHA256", ChecksumValue: ca.SHA256}},
+			SourceInfo:   CABundlePath + ": the roots without constraints of " + ca.Module + "@" + ca.Version + " (package bundle, Mozilla's NSS trust store), PEM-encoded in its order",
+			ExternalRefs: []spdxExternalRef{purl("golang", ca.Module, ca.Version)},
+		})
+		doc.Relationships = append(doc.Relationships, spdxRelationship{Element: imageID, Type: "CONTAINS", Related: id})
+	}
 	for _, k := range keys {
 		m := deps[k]
+		zip, err := proxyZip(m.path, m.version)
+		if err != nil {
+			return nil, fmt.Errorf("the SBOM's module %s: %w", k, err)
+		}
 		id := spdxID("Package-go-module", m.path, m.version)
 		doc.Packages = append(doc.Packages, spdxPackage{
 			Name: m.path, SPDXID: id, VersionInfo: m.version,
-			DownloadLocation: "https://proxy.golang.org/" + proxyEscape(m.path) + "/@v/" + proxyEscape(m.version) + ".zip",
+			DownloadLocation: zip,
 			PrimaryPurpose:   "LIBRARY",
 			ExternalRefs:     []spdxExternalRef{purl("golang", m.path, m.version)},
 		})
@@ -172,16 +194,16 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 	return doc, nil
 }
 
-// proxyEscape is the module proxy's case encoding: each capital becomes an
-// exclamation mark and the lower-case letter.
-func proxyEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			b.WriteByte('!')
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
+// proxyZip is where the Go module proxy serves the zip of path@version,
+// both case-escaped as the proxy protocol says.
+func proxyZip(path, version string) (string, error) {
+	p, err := module.EscapePath(path)
+	if err != nil {
+		return "", err
 	}
-	return b.String()
+	v, err := module.EscapeVersion(version)
+	if err != nil {
+		return "", err
+	}
+	return "https://proxy.golang.org/" + p + "/@v/" + v + ".zip", nil
 }
