@@ -4,11 +4,14 @@
 # reused from where go to stderr; the `go` output of each build goes to bin/test-assets.log,
 # whose last lines are printed if a build fails.
 #
-#   hack/setup-test-assets.sh [test|demo|NAME...]
+#   hack/setup-test-assets.sh [test|demo|cluster|NAME...]
 #     test (default)  etcd kube-apiserver helm helm4 kustomize: what `make test` runs
 #     demo            etcd kube-apiserver helm: what `make demo` runs
-#     NAME            any of etcd kube-apiserver kubectl helm helm4 kustomize. No test and no make
-#                     target runs kubectl, so no set builds it; `DEMO_KEEP=1 make demo` asks for it.
+#     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok: the cluster
+#                     with simulated GPU nodes (test/kwokcluster)
+#     NAME            any of etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok
+#                     helm helm4 kustomize. No test and no make target runs kubectl, so no set
+#                     builds it; `DEMO_KEEP=1 make demo` asks for it.
 #
 #   requests          etcd kube-apiserver epp: what the tests that send requests through GIE's
 #                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
@@ -17,9 +20,10 @@
 # Every binary has its own stamp (.stamp-NAME), so the demo's binaries are reused by the test set.
 # A binary not stamped yet is first looked for, with a matching version, in $KUBEBUILDER_ASSETS,
 # setup-envtest's cache and $PATH, and linked or copied in; only then is it built from the Go
-# module proxy: etcd, kube-apiserver and kubectl in the nested module hack/k8s-assets, helm in the
-# root module (same version as the helm library odh-serving uses, so it shares its build cache),
-# helm 4 and kustomize with `go install`.
+# module proxy: etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl in the
+# nested module hack/k8s-assets, kwok in the nested module hack/kwok-assets (it needs Go 1.26 and
+# k8s.io v0.36), helm in the root module (same version as the helm library odh-serving uses, so it
+# shares its build cache), helm 4 and kustomize with `go install`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=1.34.4          # must match hack/k8s-assets/go.mod
@@ -28,6 +32,9 @@ HELM_VERSION=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit }' "$ROOT/go.mod")
 [[ -n $HELM_VERSION ]] || { echo "test-assets: no helm.sh/helm/v3 in go.mod" >&2; exit 1; }
 HELM4_VERSION=v4.3.1        # helm.sh/helm/v4, installed as helm4 (post-renderer plugin tests)
 KUSTOMIZE_VERSION=v5.8.1    # = kustomize/api v0.21.1; v5.8.3 needs go >= 1.27
+KWOK_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" { print $3; exit }' "$ROOT/hack/kwok-assets/go.mod")
+[[ -n $KWOK_VERSION ]] || { echo "test-assets: no sigs.k8s.io/kwok in hack/kwok-assets/go.mod" >&2; exit 1; }
+KWOK_SUMS=$(cat "$ROOT/hack/kwok-assets/go.mod" "$ROOT/hack/kwok-assets/go.sum" | sha256sum | cut -c1-12)
 MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
 SUMS=$(cat "$ROOT/hack/k8s-assets/go.mod" "$ROOT/hack/k8s-assets/go.sum" | sha256sum | cut -c1-12)
 OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
@@ -36,19 +43,21 @@ GOVER=$(go env GOVERSION)
 
 DEMO_SET="etcd kube-apiserver helm"
 TEST_SET="etcd kube-apiserver helm helm4 kustomize"
-ALL="etcd kube-apiserver kubectl helm helm4 kustomize"
+CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok"
+ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm helm4 kustomize"
 REQUESTS_SET="etcd kube-apiserver epp"
 ALL+=" epp"
 GIE_VERSION=$(awk '$1 == "sigs.k8s.io/gateway-api-inference-extension" { print $2; exit }' "$ROOT/go.mod")
 [[ -n $GIE_VERSION ]] || { echo "test-assets: no sigs.k8s.io/gateway-api-inference-extension in go.mod" >&2; exit 1; }
 ELDF="-s -w -X sigs.k8s.io/gateway-api-inference-extension/version.BuildRef=$GIE_VERSION"
-usage() { echo "usage: hack/setup-test-assets.sh [test|demo|NAME...]; NAME is one of: $ALL" >&2; exit 2; }
+usage() { echo "usage: hack/setup-test-assets.sh [test|demo|cluster|requests|NAME...]; NAME is one of: $ALL" >&2; exit 2; }
 WANT=()
 for a in "${@:-test}"; do
   case $a in
     requests) WANT+=($REQUESTS_SET) ;;
     test) WANT+=($TEST_SET) ;;
     demo) WANT+=($DEMO_SET) ;;
+    cluster) WANT+=($CLUSTER_SET) ;;
     -h|--help) usage ;;
     *) [[ " $ALL " == *" $a "* ]] || usage; WANT+=("$a") ;;
   esac
@@ -62,7 +71,8 @@ H4LDF="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION"
 # stamp rebuilds, or re-reuses, that binary.
 stamp() {
   case $1 in
-    etcd|kube-apiserver|kubectl) echo "$1 k8s=$K8S_VERSION $SUMS $GOVER $KLDF" ;;
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) echo "$1 k8s=$K8S_VERSION $SUMS $GOVER $KLDF" ;;
+    kwok) echo "kwok $KWOK_VERSION $KWOK_SUMS $GOVER -s -w" ;;
     helm) echo "helm $HELM_VERSION root-module $GOVER $HLDF" ;;
     helm4) echo "helm4 $HELM4_VERSION $GOVER $H4LDF" ;;
     kustomize) echo "kustomize $KUSTOMIZE_VERSION $GOVER -s -w" ;;
@@ -82,7 +92,8 @@ if [[ ${#MISSING[@]} -eq 0 ]]; then echo "$OUT"; exit 0; fi
 version_of() {
   case $1 in
     etcd) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^etcd Version: //p' ;;
-    kube-apiserver) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^Kubernetes v//p' ;;
+    kube-apiserver|kube-scheduler|kube-controller-manager) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^Kubernetes v//p' ;;
+    kwok) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^kwok version v\([^ ]*\).*/v\1/p' ;;
     kubectl) timeout 10 "$2" version --client 2>/dev/null | sed -n 's/^Client Version: v//p' ;;
     helm|helm4) timeout 10 "$2" version --short 2>/dev/null | sed 's/+.*//' ;;
     kustomize) timeout 10 "$2" version 2>/dev/null | sed 's/^{Version:kustomize\///; s/ .*//' ;;
@@ -92,7 +103,8 @@ version_of() {
 accepted() {
   case $1 in
     etcd) [[ $2 == "${ETCD_VERSION%.*}".* ]] ;;
-    kube-apiserver|kubectl) [[ $2 == "${K8S_VERSION%.*}".* ]] ;;
+    kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) [[ $2 == "${K8S_VERSION%.*}".* ]] ;;
+    kwok) [[ $2 == "$KWOK_VERSION" ]] ;;
     helm) [[ $2 == "$HELM_VERSION" ]] ;;
     helm4) [[ $2 == "$HELM4_VERSION" ]] ;;
     kustomize) [[ $2 == "$KUSTOMIZE_VERSION" ]] ;;
@@ -104,7 +116,7 @@ candidates() {
   local b=$1 os arch d
   [[ -n ${KUBEBUILDER_ASSETS:-} ]] && echo "\$KUBEBUILDER_ASSETS|$KUBEBUILDER_ASSETS/$b"
   case $b in
-    etcd|kube-apiserver|kubectl)
+    etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubectl)
       os=$(uname -s | tr '[:upper:]' '[:lower:]'); arch=$(uname -m)
       case $arch in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
       for d in "${XDG_DATA_HOME:-$HOME/.local/share}/kubebuilder-envtest/k8s" \
@@ -135,7 +147,8 @@ reuse() {
 }
 want_text() {
   case $1 in
-    etcd) echo "${ETCD_VERSION%.*}.x" ;; kube-apiserver|kubectl) echo "${K8S_VERSION%.*}.x" ;;
+    etcd) echo "${ETCD_VERSION%.*}.x" ;; kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) echo "${K8S_VERSION%.*}.x" ;;
+    kwok) echo "$KWOK_VERSION" ;;
     helm) echo "$HELM_VERSION" ;; helm4) echo "$HELM4_VERSION" ;; kustomize) echo "$KUSTOMIZE_VERSION" ;;
   esac
 }
@@ -174,18 +187,28 @@ run() {
     fresh "$b" || reuse "$b" || BUILD+=("$b")
   done
   has() { [[ " ${BUILD[*]} " == *" $1 "* ]]; }
-  # etcd, kube-apiserver and kubectl: one `go build`, which compiles their shared packages once.
-  # The first-time estimates were measured on the project's 2-core machine with empty Go caches.
+  # etcd and the Kubernetes binaries: one `go build`, which compiles their shared packages once.
+  # The first-time estimates were measured on the project's 2-core machine with empty Go caches
+  # (kube-scheduler's and kube-controller-manager's: what each adds to a kube-apiserver build).
   K8S=(); NAMES=(); KEST=0
   if has etcd; then K8S+=(./etcd); NAMES+=(etcd); KEST=$((KEST + 1)); fi
   if has kube-apiserver; then K8S+=(k8s.io/kubernetes/cmd/kube-apiserver); NAMES+=(kube-apiserver); KEST=$((KEST + 5)); fi
+  if has kube-scheduler; then K8S+=(k8s.io/kubernetes/cmd/kube-scheduler); NAMES+=(kube-scheduler); KEST=$((KEST + 1)); fi
+  if has kube-controller-manager; then K8S+=(k8s.io/kubernetes/cmd/kube-controller-manager); NAMES+=(kube-controller-manager); KEST=$((KEST + 2)); fi
   if has kubectl; then K8S+=(k8s.io/kubernetes/cmd/kubectl); NAMES+=(kubectl); KEST=$((KEST + 1)); fi
   if [[ ${#K8S[@]} -gt 0 ]]; then
-    case ${#NAMES[@]} in
-      1) label=${NAMES[0]} ;; 2) label="${NAMES[0]} and ${NAMES[1]}" ;; *) label="${NAMES[0]}, ${NAMES[1]} and ${NAMES[2]}" ;;
-    esac
+    label=${NAMES[0]}
+    for ((i = 1; i < ${#NAMES[@]}; i++)); do
+      if ((i == ${#NAMES[@]} - 1)); then label+=" and ${NAMES[i]}"; else label+=", ${NAMES[i]}"; fi
+    done
     run "$label" "$KEST min" "$ROOT/hack/k8s-assets" go build -ldflags "$KLDF" -o "$OUT/" "${K8S[@]}"
     for b in "${NAMES[@]}"; do stamp "$b" > "$OUT/.stamp-$b"; done
+  fi
+  if has kwok; then
+    # Its own module: kwok needs k8s.io v0.36, so it shares almost no compiled package with the
+    # builds above or with odh-serving's.
+    run "kwok $KWOK_VERSION" "4 min" "$ROOT/hack/kwok-assets" go build -ldflags "-s -w" -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok
+    stamp kwok > "$OUT/.stamp-kwok"
   fi
   if has helm; then
     # The root module's helm, built with a copy of its go.mod (the helm CLI needs a few go.sum

@@ -1,9 +1,12 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane binaries that the integration tests run.
+// Package tools pins the Kubernetes control-plane binaries that the integration tests and the
+// demo run.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
