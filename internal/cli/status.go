@@ -32,7 +32,13 @@ InferencePool the route sends traffic to), MIGRATION (its v1alpha2 to v1
 phase), AUTOSCALERS and URL. AUTOSCALERS lists the HPAs and KEDA
 ScaledObjects that scale the service's workloads as KIND/NAME:CURRENT/DESIRED
 replicas (hpa/qwen-hpa:3/5; the counts are left out until the autoscaler
-reports them). With -A a NAMESPACE column comes first. Rows are sorted.`,
+reports them). With -A a NAMESPACE column comes first. Rows are sorted.
+
+Under the table, each service that is not Ready gets a line with why: the
+Ready condition's reason and message. When a workload's pods are not Ready,
+that names the workload, how many of its pods are not Ready and the first
+cause in the cluster's words (the scheduler's Unschedulable message, an
+image that cannot be pulled, a crash loop, a failing readiness probe).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd.Context(), s, f) },
 	}
@@ -109,7 +115,30 @@ func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withN
 		}
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return writeWhyNotReady(out, items, withNamespace)
+}
+
+// writeWhyNotReady prints "NAME: REASON: MESSAGE" (NAMESPACE/NAME with
+// -A) for each service whose Ready condition is False with a message.
+func writeWhyNotReady(out io.Writer, items []v1alpha2.LLMInferenceService, withNamespace bool) error {
+	for i := range items {
+		svc := &items[i]
+		c := meta.FindStatusCondition(svc.Status.Conditions, v1alpha2.ConditionReady)
+		if c == nil || c.Status != "False" || c.Message == "" {
+			continue
+		}
+		name := svc.Name
+		if withNamespace {
+			name = svc.Namespace + "/" + name
+		}
+		if _, err := fmt.Fprintf(out, "%s: %s: %s\n", name, c.Reason, c.Message); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // autoscalers is the AUTOSCALERS cell: each autoscaler as

@@ -16,6 +16,11 @@
 // a field it sets was changed by hand. The finalizer is added once and the
 // status is patched only when it differs.
 //
+// A workload that is not available says why from its pods (pods.go): how
+// many are not Ready and the first cause in the cluster's words (the
+// scheduler's Unschedulable message, an image pull failure, a crash loop, a
+// failing readiness probe). The cache holds the workloads' pods, slimmed.
+//
 // A workload that a HorizontalPodAutoscaler or a KEDA ScaledObject scales
 // is applied without spec.replicas, after the live count is handed over
 // (HandoverFieldManager): the autoscaler owns the field.

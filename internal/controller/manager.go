@@ -107,6 +107,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelManagedBy: convention.ManagedBy})},
 			// Cluster-scoped children carry the engine's part-of label.
 			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelPartOf: convention.PartOf})},
+			// Pods of the services' workloads only, slimmed to their
+			// status (pods.go).
+			&corev1.Pod{}: {Label: podSelector, Transform: podTransform},
 		},
 	}
 	if opts.MaaS {

@@ -59,12 +59,12 @@ func (r *Reconciler) workloads(ctx context.Context, p *pass) error {
 	for _, c := range []struct {
 		condition, name string
 		obj             client.Object
-		judge           func() verdict
+		judge           func() (verdict, error)
 	}{
-		{ConditionMainWorkloadReady, p.res.Named(engine.RoleMain), main, func() verdict { return deploymentVerdict(main) }},
-		{ConditionWorkerWorkloadReady, p.res.Named(engine.RoleWorker), mainLWS, func() verdict { return lwsVerdict(mainLWS) }},
-		{ConditionPrefillWorkloadReady, p.res.Named(engine.RolePrefill), prefill, func() verdict { return deploymentVerdict(prefill) }},
-		{ConditionPrefillWorkerWorkloadReady, p.res.Named(engine.RolePrefillWorker), prefillLWS, func() verdict { return lwsVerdict(prefillLWS) }},
+		{ConditionMainWorkloadReady, p.res.Named(engine.RoleMain), main, r.deploymentReadiness(ctx, main)},
+		{ConditionWorkerWorkloadReady, p.res.Named(engine.RoleWorker), mainLWS, r.lwsReadiness(ctx, mainLWS)},
+		{ConditionPrefillWorkloadReady, p.res.Named(engine.RolePrefill), prefill, r.deploymentReadiness(ctx, prefill)},
+		{ConditionPrefillWorkerWorkloadReady, p.res.Named(engine.RolePrefillWorker), prefillLWS, r.lwsReadiness(ctx, prefillLWS)},
 	} {
 		if err := r.objectCondition(ctx, p, c.condition, c.name, c.obj, c.judge); err != nil {
 			return err
@@ -117,7 +117,7 @@ func readyReplicas(obj client.Object, n int32) *int32 {
 // objectCondition sets condition t from the readiness of the child name,
 // read into obj: Progressing while it is not in the cache yet. Without a
 // name the condition does not apply and is removed.
-func (r *Reconciler) objectCondition(ctx context.Context, p *pass, t, name string, obj client.Object, judge func() verdict) error {
+func (r *Reconciler) objectCondition(ctx context.Context, p *pass, t, name string, obj client.Object, judge func() (verdict, error)) error {
 	if name == "" {
 		p.conds.remove(t)
 		return nil
@@ -128,10 +128,45 @@ func (r *Reconciler) objectCondition(ctx context.Context, p *pass, t, name strin
 	}
 	v := notReady(ReasonProgressing, "%s %s: not created yet", kindName(obj), name)
 	if found {
-		v = judge()
+		if v, err = judge(); err != nil {
+			return err
+		}
 	}
 	p.conds.setBool(t, v.ok, v.reason, v.message)
 	return nil
+}
+
+// deploymentReadiness judges the Deployment read into d: its Available
+// condition, and when that is not True, its pods (podsVerdict).
+func (r *Reconciler) deploymentReadiness(ctx context.Context, d *appsv1.Deployment) func() (verdict, error) {
+	return func() (verdict, error) {
+		v := deploymentVerdict(d)
+		if v.ok {
+			return v, nil
+		}
+		pods, err := r.workloadPods(ctx, d.Namespace, d.Spec.Selector)
+		if err != nil {
+			return v, err
+		}
+		return podsVerdict(v, "Deployment", d.Name, pods), nil
+	}
+}
+
+// lwsReadiness judges the LeaderWorkerSet read into l: its Available
+// condition, and when that is not True, the pods of its groups.
+func (r *Reconciler) lwsReadiness(ctx context.Context, l *lwsv1.LeaderWorkerSet) func() (verdict, error) {
+	return func() (verdict, error) {
+		v := lwsVerdict(l)
+		if v.ok {
+			return v, nil
+		}
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{lwsv1.SetNameLabelKey: l.Name}}
+		pods, err := r.workloadPods(ctx, l.Namespace, sel)
+		if err != nil {
+			return v, err
+		}
+		return podsVerdict(v, "LeaderWorkerSet", l.Name, pods), nil
+	}
 }
 
 func kindName(obj client.Object) string {

@@ -26,7 +26,7 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 
 	// The endpoint picker.
 	epp := &appsv1.Deployment{}
-	if err := r.objectCondition(ctx, p, ConditionSchedulerWorkloadReady, p.res.Named(engine.RoleScheduler), epp, func() verdict { return deploymentVerdict(epp) }); err != nil {
+	if err := r.objectCondition(ctx, p, ConditionSchedulerWorkloadReady, p.res.Named(engine.RoleScheduler), epp, r.deploymentReadiness(ctx, epp)); err != nil {
 		return err
 	}
 	if name := p.res.Named(engine.RoleScheduler); name != "" && p.status.Workloads != nil {

@@ -98,6 +98,8 @@ func Setup(mgr manager.Manager, opts Options) error {
 		b = b.Watches(obj, r.childHandler(mgr))
 	}
 	b = b.Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(forClusterScoped))
+	// The workloads' pods say why a workload is not Ready (pods.go).
+	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(forPod), builder.WithPredicates(podChanged))
 	if err := indexScalers(ctx, mgr.GetFieldIndexer(), &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
 		return fmt.Errorf("index HorizontalPodAutoscalers: %w", err)
 	}
