@@ -27,8 +27,8 @@
 // EndpointSlices. There is no kube-proxy, so a ClusterIP leads nowhere; an
 // EndpointSlice can point at a process on this machine.
 //
-// There is no kubelet, scheduler or kube-controller-manager: Pods never run,
-// Deployments get no status, namespaces are never finalized and nothing is
-// garbage collected. test/simdataplane plays the part of the controllers the
-// demo needs.
+// It is the API server alone: test/kwokcluster adds kube-scheduler,
+// kube-controller-manager and kwok's simulated nodes, so that Deployments
+// get ReplicaSets and Pods that run, and test/simdataplane plays the
+// gateway and the LeaderWorkerSet operator.
 package localcluster

@@ -144,7 +144,7 @@ func Start(opts Options) (*Cluster, error) {
 		return nil, errors.Join(fmt.Errorf("local cluster: create the admin user: %w", err), c.Stop())
 	}
 	c.Config = admin.Config()
-	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
+	if err := WriteKubeconfig(c.Kubeconfig, c.Config); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -187,11 +187,13 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// writeKubeconfig writes a kubeconfig with one context, odh-serving-local.
-func writeKubeconfig(path string, cfg *rest.Config) error {
+// WriteKubeconfig writes a kubeconfig with one context, odh-serving-local,
+// that reaches cfg's API server as cfg's user (client certificate or
+// bearer token), for processes that take a --kubeconfig.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[contextName] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
 	kc.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName}
 	kc.CurrentContext = contextName
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {

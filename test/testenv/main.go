@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"testing"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 
 	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package that uses testenv
 )
@@ -34,10 +36,53 @@ func InitLogger() {
 //
 //	func TestMain(m *testing.M) { testenv.Main(m, &cp) }
 func Main(m *testing.M, cp **controlplane.ControlPlane) {
-	os.Exit(run(m, cp))
+	os.Exit(run(m, cp, nil))
 }
 
-func run(m *testing.M, cp **controlplane.ControlPlane) int {
+// MainWithCluster is Main for a package whose tests need the cluster's
+// workload half (test/kwokcluster: kube-scheduler, kube-controller-manager,
+// kwok and its simulated GPU and CPU nodes) on the control plane: the first
+// test that calls cluster.Need starts it, the package's tests share it,
+// and it is stopped after them. Benchmarks that measure the control plane
+// (its processes' CPU) do not call Need and run without it.
+// KUBEBUILDER_ASSETS must hold those binaries too
+// (`hack/setup-test-assets.sh test`).
+func MainWithCluster(m *testing.M, cp **controlplane.ControlPlane, cluster *Cluster) {
+	cluster.cp = cp
+	os.Exit(run(m, cp, cluster))
+}
+
+// Cluster is test/kwokcluster on a package's control plane, started once,
+// by the first test that needs it.
+type Cluster struct {
+	cp   **controlplane.ControlPlane
+	once sync.Once
+	c    *kwokcluster.Cluster
+	err  error
+}
+
+// Need starts the cluster unless it runs, and fails the test if it could
+// not start.
+func (c *Cluster) Need(tb testing.TB) *kwokcluster.Cluster {
+	tb.Helper()
+	if c.cp == nil {
+		tb.Fatal("testenv.Cluster: the package's TestMain must call testenv.MainWithCluster")
+	}
+	c.once.Do(func() { c.c, c.err = kwokcluster.Start((*c.cp).Config, kwokcluster.Options{}) })
+	if c.err != nil {
+		tb.Fatal(c.err)
+	}
+	return c.c
+}
+
+func (c *Cluster) stop() error {
+	if c == nil || c.c == nil {
+		return nil
+	}
+	return c.c.Stop()
+}
+
+func run(m *testing.M, cp **controlplane.ControlPlane, cluster *Cluster) int {
 	started, err := controlplane.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,10 +90,17 @@ func run(m *testing.M, cp **controlplane.ControlPlane) int {
 	}
 	*cp = started
 	code := m.Run()
-	if err := started.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	// The cluster's processes first: they talk to the API server.
+	code = exitCode(code, cluster.stop())
+	return exitCode(code, started.Stop())
+}
+
+// exitCode is code, or 1 when a stop failed after passing tests.
+func exitCode(code int, stopErr error) int {
+	if stopErr != nil {
+		fmt.Fprintln(os.Stderr, stopErr)
 		if code == 0 {
-			code = 1
+			return 1
 		}
 	}
 	return code
@@ -69,4 +121,21 @@ func StartControlPlane(tb testing.TB, o controlplane.Options) *controlplane.Cont
 		}
 	})
 	return cp
+}
+
+// StartCluster starts test/kwokcluster's processes and nodes on a control
+// plane of the test's own (StartControlPlane), for a test that needs its
+// workloads to run there, and stops them when the test ends.
+func StartCluster(tb testing.TB, cp *controlplane.ControlPlane) *kwokcluster.Cluster {
+	tb.Helper()
+	c, err := kwokcluster.Start(cp.Config, kwokcluster.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return c
 }

@@ -1,0 +1,41 @@
+// Package kwokcluster turns a bare API server (test/controlplane,
+// test/localcluster) into a cluster whose workloads run: it starts, as
+// processes on this machine,
+//
+//   - kube-scheduler, which places pods on nodes;
+//   - kube-controller-manager with the controllers that turn Deployments,
+//     StatefulSets and Jobs into ReplicaSets and Pods and report their
+//     status, collect garbage, finalize namespaces, publish EndpointSlices,
+//     run HorizontalPodAutoscalers, make ServiceAccounts and watch node
+//     health (Controllers lists them);
+//   - kwok (sigs.k8s.io/kwok), which plays the kubelet of every node: it
+//     keeps the nodes Ready and takes each scheduled pod to Running and
+//     Ready with a pod IP, or deletes it once it is marked for deletion;
+//
+// and registers simulated nodes (DefaultNodes: four with eight NVIDIA GPUs
+// each, two with CPUs only), all named kwok-… and labelled type=kwok. No
+// container runs: a Running pod is a status kwok wrote. Pods request GPUs
+// as rendered, and the real scheduler places them or reports why not.
+//
+// The stages kwok plays are in stages/: kwok v0.8.0's defaults, copied
+// unchanged, and odh-serving's faults (faults.yaml), which a test or the
+// demo triggers by naming one of ImagePullFails, CrashLoop and NeverReady
+// as a container's image.
+//
+// Pod IPs come from 127.1.0.0/16 (PodCIDR), so a later test can listen on a
+// pod's address on this machine. The API server rejects loopback addresses
+// in EndpointSlices, so the EndpointSlice controller cannot publish these
+// pods: a Service here has no endpoints, and no test may depend on them.
+//
+// Use:
+//
+//	c, err := kwokcluster.Start(cfg, kwokcluster.Options{})  // once per test package
+//	defer c.Stop()
+//
+// The binaries come from Options.AssetsDir or $KUBEBUILDER_ASSETS: the
+// folder `hack/setup-test-assets.sh cluster` prints. Start takes about two
+// seconds on an idle 2-core machine. The processes are ended with the one
+// that started them (on Linux, even when it is killed).
+//
+// This is test tooling. engine/ and internal/ never import it.
+package kwokcluster

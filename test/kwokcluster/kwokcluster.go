@@ -1,0 +1,344 @@
+package kwokcluster
+
+import (
+	"context"
+	"crypto/tls"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/localcluster"
+)
+
+// Images that make kwok play a fault (stages/faults.yaml): name one as a
+// container's image and the service's pods fail that way.
+const (
+	// ImagePullFails leaves the pod Pending, its containers waiting with
+	// ImagePullBackOff.
+	ImagePullFails = "kwok.invalid/odh-serving/image-pull-fails:v1"
+	// CrashLoop runs the pod with its containers waiting in
+	// CrashLoopBackOff, restarted 5 times.
+	CrashLoop = "kwok.invalid/odh-serving/crash-loop:v1"
+	// NeverReady runs the pod with its containers running but not ready,
+	// as when the readiness probe fails.
+	NeverReady = "kwok.invalid/odh-serving/never-ready:v1"
+)
+
+// PodCIDR is where kwok takes pod IPs from: loopback, see the package doc.
+const PodCIDR = "127.1.0.0/16"
+
+// Controllers are kube-controller-manager's controllers that run (their
+// names in Kubernetes v1.34). Left out: cluster signing and the
+// ServiceAccount token controller (no pod here mounts a token), volumes,
+// DaemonSets, CronJobs, disruption budgets, quotas and the rest.
+var Controllers = []string{
+	"deployment-controller", "replicaset-controller", "statefulset-controller",
+	"garbage-collector-controller", "namespace-controller",
+	"endpointslice-controller", "horizontal-pod-autoscaler-controller",
+	"serviceaccount-controller", "job-controller", "node-lifecycle-controller",
+}
+
+var (
+	//go:embed stages/kwok-v0.8.0-default-stages.yaml
+	defaultStages string
+	//go:embed stages/faults.yaml
+	faultStages string
+)
+
+// Options say where the binaries are and what the cluster has.
+type Options struct {
+	// AssetsDir holds kube-scheduler, kube-controller-manager and kwok.
+	// Empty means $KUBEBUILDER_ASSETS.
+	AssetsDir string
+	// Dir receives the kubeconfig the processes use, the stages and each
+	// process's log (kube-scheduler.log, kube-controller-manager.log,
+	// kwok.log). Empty means a new temporary folder, removed by Stop.
+	Dir string
+	// Nodes are registered before the processes start; nil means
+	// DefaultNodes.
+	Nodes []Node
+	// StartTimeout bounds the wait until the nodes are Ready and the
+	// scheduler and controller manager work; default one minute.
+	StartTimeout time.Duration
+}
+
+// Process is one of the cluster's processes: its name, command line and
+// log file.
+type Process struct {
+	Name string
+	Args []string
+	Log  string
+}
+
+// Processes writes the kubeconfig (for cfg's user, which must be allowed
+// everything) and the stages into dir and returns the three processes to
+// run, for a caller that runs them its own way (the demo, detached).
+// schedulerPort is the scheduler's HTTPS port (health checks) on
+// 127.0.0.1.
+func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int) ([]Process, error) {
+	for _, bin := range []string{"kube-scheduler", "kube-controller-manager", "kwok"} {
+		if _, err := os.Stat(filepath.Join(assetsDir, bin)); err != nil {
+			return nil, fmt.Errorf("kwok cluster: %s missing from %s (run `bash hack/setup-test-assets.sh cluster`): %w", bin, assetsDir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kwok cluster: create %s: %w", dir, err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := localcluster.WriteKubeconfig(kubeconfig, cfg); err != nil {
+		return nil, fmt.Errorf("kwok cluster: %w", err)
+	}
+	stages := filepath.Join(dir, "stages.yaml")
+	if err := os.WriteFile(stages, []byte(defaultStages+"\n---\n"+faultStages), 0o600); err != nil {
+		return nil, fmt.Errorf("kwok cluster: write the stages: %w", err)
+	}
+	bin := func(name string) string { return filepath.Join(assetsDir, name) }
+	return []Process{
+		{Name: "kube-scheduler", Log: filepath.Join(dir, "kube-scheduler.log"), Args: []string{
+			bin("kube-scheduler"), "--kubeconfig", kubeconfig, "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedulerPort),
+			"--cert-dir", filepath.Join(dir, "kube-scheduler-certs"),
+		}},
+		{Name: "kube-controller-manager", Log: filepath.Join(dir, "kube-controller-manager.log"), Args: []string{
+			bin("kube-controller-manager"), "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0",
+			"--controllers=" + strings.Join(Controllers, ","),
+		}},
+		{Name: "kwok", Log: filepath.Join(dir, "kwok.log"), Args: []string{
+			bin("kwok"), "--kubeconfig", kubeconfig, "--config", stages,
+			"--manage-nodes-with-annotation-selector=" + ManagedAnnotation + "=" + managedValue,
+			"--cidr=" + PodCIDR,
+		}},
+	}, nil
+}
+
+// Cluster is the scheduler, the controller manager and kwok running as
+// children of this process, and the nodes.
+type Cluster struct {
+	// Nodes are the simulated nodes.
+	Nodes []Node
+	// Dir holds the logs.
+	Dir string
+
+	procs   []*exec.Cmd
+	exited  []chan error
+	tempDir bool
+}
+
+// Start registers the nodes, starts the processes against cfg's API server
+// and waits until the nodes are Ready, the scheduler answers and the
+// controller manager has made a namespace's default ServiceAccount.
+func Start(cfg *rest.Config, o Options) (*Cluster, error) {
+	if o.AssetsDir == "" {
+		o.AssetsDir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if o.AssetsDir == "" {
+		return nil, errors.New("kwok cluster: set KUBEBUILDER_ASSETS to the folder `bash hack/setup-test-assets.sh cluster` prints")
+	}
+	if o.Nodes == nil {
+		o.Nodes = DefaultNodes()
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = time.Minute
+	}
+	c := &Cluster{Nodes: o.Nodes, Dir: o.Dir}
+	if c.Dir == "" {
+		dir, err := os.MkdirTemp("", "kwokcluster-")
+		if err != nil {
+			return nil, fmt.Errorf("kwok cluster: %w", err)
+		}
+		c.Dir, c.tempDir = dir, true
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("kwok cluster: %w", err), c.Stop())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.StartTimeout)
+	defer cancel()
+	if err := CreateNodes(ctx, cl, o.Nodes); err != nil {
+		return nil, errors.Join(fmt.Errorf("kwok cluster: %w", err), c.Stop())
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	procs, err := Processes(cfg, o.AssetsDir, c.Dir, port)
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	for _, p := range procs {
+		if err := c.run(p); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
+	if err := Wait(ctx, cl, o.Nodes, port, c.exitedEarly); err != nil {
+		return nil, errors.Join(fmt.Errorf("%w (logs in %s)", err, c.Dir), c.Stop())
+	}
+	return c, nil
+}
+
+// run starts p as a child that dies with this process.
+func (c *Cluster) run(p Process) error {
+	log, err := os.Create(p.Log)
+	if err != nil {
+		return fmt.Errorf("kwok cluster: %w", err)
+	}
+	defer log.Close()                             // the child has its own copy
+	cmd := exec.Command(p.Args[0], p.Args[1:]...) //nolint:gosec // the binaries of hack/setup-test-assets.sh
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("kwok cluster: start %s: %w", p.Name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	c.procs, c.exited = append(c.procs, cmd), append(c.exited, done)
+	return nil
+}
+
+// Wait polls, until ctx ends, until the cluster works: every node is
+// Ready, the scheduler's /readyz answers on schedulerPort and
+// kube-controller-manager has made a new namespace's default
+// ServiceAccount. alive, if not nil, is asked each round and ends the wait
+// with its error (a process that exited).
+func Wait(ctx context.Context, cl client.Client, nodes []Node, schedulerPort int, alive func() error) error {
+	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kwokcluster-probe-"}}
+	if err := cl.Create(ctx, probe); err != nil {
+		return fmt.Errorf("kwok cluster: create a probe namespace: %w", err)
+	}
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		// The scheduler's self-signed certificate, on loopback.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a health check of our own child on 127.0.0.1
+	}}
+	readyz := fmt.Sprintf("https://127.0.0.1:%d/readyz", schedulerPort)
+	last := errors.New("not checked yet")
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return false, err
+			}
+		}
+		if last = nodesReady(ctx, cl, nodes); last != nil {
+			return false, nil
+		}
+		if last = get(ctx, httpc, readyz); last != nil {
+			last = fmt.Errorf("kube-scheduler %s: %w", readyz, last)
+			return false, nil
+		}
+		sa := &corev1.ServiceAccount{}
+		if last = cl.Get(ctx, client.ObjectKey{Namespace: probe.Name, Name: "default"}, sa); last != nil {
+			last = fmt.Errorf("kube-controller-manager has not made the ServiceAccount default in namespace %s yet: %w", probe.Name, last)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("kwok cluster: not working in time: %w", last)
+	}
+	// The namespace controller removes it in the background.
+	if err := cl.Delete(ctx, probe); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kwok cluster: delete the probe namespace: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) exitedEarly() error {
+	for i, done := range c.exited {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("kwok cluster: %s exited: %v; the end of %s:\n%s", filepath.Base(c.procs[i].Path), err, c.procs[i].Path, tail(logOf(c.procs[i])))
+		default:
+		}
+	}
+	return nil
+}
+
+func logOf(cmd *exec.Cmd) string {
+	if f, ok := cmd.Stdout.(*os.File); ok {
+		return f.Name()
+	}
+	return ""
+}
+
+// tail returns the last 20 lines of the file at path.
+func tail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func get(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("kwok cluster: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Stop ends the processes (SIGTERM, then SIGKILL after 5 s) and removes a
+// temporary folder. The nodes stay registered; the API server usually goes
+// next.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, cmd := range c.procs {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for i, cmd := range c.procs {
+		select {
+		case <-c.exited[i]:
+		case <-time.After(5 * time.Second):
+			if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				errs = append(errs, fmt.Errorf("kwok cluster: kill %s: %w", cmd.Path, err))
+			}
+			<-c.exited[i]
+		}
+	}
+	c.procs, c.exited = nil, nil
+	if c.tempDir {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	return errors.Join(errs...)
+}

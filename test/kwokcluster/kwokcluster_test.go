@@ -1,0 +1,219 @@
+package kwokcluster_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+var (
+	cp    *controlplane.ControlPlane
+	nodes testenv.Cluster
+)
+
+func init() { testenv.InitLogger() }
+
+func TestMain(m *testing.M) { testenv.MainWithCluster(m, &cp, &nodes) }
+
+// deployment is a Deployment of replicas pods of one container with image,
+// asking for gpus GPUs each.
+func deployment(ns, name, image string, replicas int32, gpus int64) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c := corev1.Container{Name: "main", Image: image}
+	if gpus > 0 {
+		c.Resources.Limits = corev1.ResourceList{kwokcluster.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+			},
+		},
+	}
+}
+
+func pods(t *testing.T, ns, app string) []corev1.Pod {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := cp.Client.List(t.Context(), list, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestIntegrationNodes(t *testing.T) {
+	nodes.Need(t)
+	list := &corev1.NodeList{}
+	if err := cp.Client.List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	gpuNodes, cpuNodes := 0, 0
+	for _, n := range list.Items {
+		if n.Labels[kwokcluster.TypeLabel] != "kwok" || !strings.HasPrefix(n.Name, "kwok-") {
+			t.Errorf("node %s is not named and labelled as simulated: labels %v", n.Name, n.Labels)
+		}
+		gpus := n.Status.Allocatable[kwokcluster.GPUResource]
+		switch {
+		case gpus.Value() == 8 && n.Labels[kwokcluster.GPUProductLabel] == kwokcluster.GPUProduct:
+			gpuNodes++
+		case gpus.IsZero() && n.Labels[kwokcluster.GPUProductLabel] == "":
+			cpuNodes++
+		default:
+			t.Errorf("node %s: %s GPUs, product %q", n.Name, gpus.String(), n.Labels[kwokcluster.GPUProductLabel])
+		}
+	}
+	if gpuNodes != 4 || cpuNodes != 2 {
+		t.Errorf("%d GPU nodes and %d CPU nodes, want 4 and 2", gpuNodes, cpuNodes)
+	}
+}
+
+// TestIntegrationGPUPods fills the four GPU nodes with four 8-GPU pods,
+// sees a fifth one reported unschedulable by the scheduler, and deletes
+// the Deployment: the garbage collector removes its ReplicaSet and pods.
+func TestIntegrationGPUPods(t *testing.T) {
+	nodes.Need(t)
+	ns := testenv.NewNamespace(t, cp.Client, "kwok")
+	d := deployment(ns, "big", "example.invalid/model:1", 4, 8)
+	if err := cp.Client.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	_, cidr, err := net.ParseCIDR(kwokcluster.PodCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, time.Minute, "four pods Running and Ready on four GPU nodes", func() error {
+		nodes := map[string]bool{}
+		for _, p := range pods(t, ns, "big") {
+			ready := condition(&p, corev1.PodReady)
+			if p.Status.Phase != corev1.PodRunning || ready == nil || ready.Status != corev1.ConditionTrue {
+				return fmt.Errorf("pod %s: %s, Ready %v", p.Name, p.Status.Phase, ready)
+			}
+			if !strings.HasPrefix(p.Spec.NodeName, "kwok-gpu-") {
+				return fmt.Errorf("pod %s on node %q", p.Name, p.Spec.NodeName)
+			}
+			if ip := net.ParseIP(p.Status.PodIP); ip == nil || !cidr.Contains(ip) {
+				return fmt.Errorf("pod %s has IP %q, not in %s", p.Name, p.Status.PodIP, cidr)
+			}
+			nodes[p.Spec.NodeName] = true
+		}
+		if len(nodes) != 4 {
+			return fmt.Errorf("pods on nodes %v, want four GPU nodes", nodes)
+		}
+		return nil
+	})
+	testenv.Within(t, time.Minute, "Deployment big reports 4 available replicas", func() error {
+		if err := cp.Client.Get(t.Context(), client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas != 4 || d.Status.ObservedGeneration != d.Generation {
+			return fmt.Errorf("status %+v", d.Status)
+		}
+		return nil
+	})
+
+	more := deployment(ns, "more", "example.invalid/model:1", 1, 1)
+	if err := cp.Client.Create(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, time.Minute, "the scheduler reports the fifth pod unschedulable", func() error {
+		for _, p := range pods(t, ns, "more") {
+			c := condition(&p, corev1.PodScheduled)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+				return fmt.Errorf("pod %s: PodScheduled %+v", p.Name, c)
+			}
+			const want = "0/6 nodes are available: 6 Insufficient nvidia.com/gpu."
+			if !strings.HasPrefix(c.Message, want) {
+				return fmt.Errorf("pod %s: message %q, want it to start with %q", p.Name, c.Message, want)
+			}
+			return nil
+		}
+		return fmt.Errorf("no pod yet")
+	})
+
+	if err := cp.Client.Delete(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, time.Minute, "the garbage collector removes big's ReplicaSet and pods", func() error {
+		rs := &appsv1.ReplicaSetList{}
+		if err := cp.Client.List(t.Context(), rs, client.InNamespace(ns), client.MatchingLabels{"app": "big"}); err != nil {
+			return err
+		}
+		if n := len(rs.Items) + len(pods(t, ns, "big")); n > 0 {
+			return fmt.Errorf("%d ReplicaSets and pods left", n)
+		}
+		return nil
+	})
+	testenv.Within(t, time.Minute, "the freed GPUs take the pending pod", func() error {
+		for _, p := range pods(t, ns, "more") {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s: %s", p.Name, p.Status.Phase)
+			}
+			return nil
+		}
+		return fmt.Errorf("no pod")
+	})
+}
+
+// TestIntegrationFaults checks the three fault images of stages/faults.yaml.
+func TestIntegrationFaults(t *testing.T) {
+	nodes.Need(t)
+	ns := testenv.NewNamespace(t, cp.Client, "kwok")
+	for _, tc := range []struct {
+		name, image, phase, waiting string
+	}{
+		{"pull", kwokcluster.ImagePullFails, "Pending", "ImagePullBackOff"},
+		{"crash", kwokcluster.CrashLoop, "Running", "CrashLoopBackOff"},
+		{"probe", kwokcluster.NeverReady, "Running", ""},
+	} {
+		if err := cp.Client.Create(t.Context(), deployment(ns, tc.name, tc.image, 1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Within(t, time.Minute, tc.name+": the pod shows the fault", func() error {
+			for _, p := range pods(t, ns, tc.name) {
+				ready := condition(&p, corev1.PodReady)
+				if string(p.Status.Phase) != tc.phase || ready == nil || ready.Status != corev1.ConditionFalse ||
+					ready.Reason != "ContainersNotReady" || ready.Message != "containers with unready status: [main]" {
+					return fmt.Errorf("pod %s: phase %s, Ready %+v", p.Name, p.Status.Phase, ready)
+				}
+				if len(p.Status.ContainerStatuses) != 1 {
+					return fmt.Errorf("pod %s: container statuses %+v", p.Name, p.Status.ContainerStatuses)
+				}
+				cs := p.Status.ContainerStatuses[0]
+				switch {
+				case tc.waiting == "" && (cs.State.Running == nil || cs.Ready):
+					return fmt.Errorf("pod %s: container %+v, want running and not ready", p.Name, cs)
+				case tc.waiting != "" && (cs.State.Waiting == nil || cs.State.Waiting.Reason != tc.waiting || cs.State.Waiting.Message == ""):
+					return fmt.Errorf("pod %s: container state %+v, want waiting with %s", p.Name, cs.State, tc.waiting)
+				}
+				return nil
+			}
+			return fmt.Errorf("no pod yet")
+		})
+	}
+}
