@@ -33,7 +33,8 @@ IMAGE_REPO    ?= quay.io/opendatahub/odh-serving
 IMAGE_DIR     := $(BIN)/image
 IMAGE_ARCHIVE := $(IMAGE_DIR)/odh-serving-$(VERSION).oci.tar
 
-# What the tests run (etcd, kube-apiserver, helm, helm 4, kustomize), built
+# What the tests run (etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, kwok, helm, helm 4, kustomize), built
 # from the Go module proxy once and reused; see hack/setup-test-assets.sh.
 ASSETS = $(shell bash hack/setup-test-assets.sh)
 
@@ -52,7 +53,7 @@ render-example: build ## Render the example services offline (the quick look at 
 	$(BIN)/odh-serving render $(addprefix -f ,$(sort $(wildcard examples/*.yaml examples/gpu/*.yaml)))
 
 .PHONY: demo
-demo: ## Run the platform locally: charts with helm, the controller, three CPU services, a SIMULATED data plane (DEMO_KEEP=1 keeps it).
+demo: ## Run the platform locally: a cluster with kwok's simulated GPU nodes, charts with helm, the controller, CPU and GPU services, a SIMULATED gateway (DEMO_KEEP=1 keeps it).
 	go run ./test/demo
 
 .PHONY: demo-down
@@ -139,7 +140,7 @@ $(ACTIONLINT):
 ##@ Test
 
 .PHONY: test-assets
-test-assets: ## Build etcd, kube-apiserver, helm, helm 4 and kustomize into bin/ (once; reuses matching ones).
+test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, helm, helm 4 and kustomize into bin/ (once; reuses matching ones).
 	@bash hack/setup-test-assets.sh >/dev/null
 
 # What the tests install is what a user gets: the image archive and the

@@ -5,8 +5,8 @@
 # whose last lines are printed if a build fails.
 #
 #   hack/setup-test-assets.sh [test|demo|cluster|NAME...]
-#     test (default)  etcd kube-apiserver helm helm4 kustomize: what `make test` runs
-#     demo            etcd kube-apiserver helm: what `make demo` runs
+#     test (default)  the cluster, helm, helm4 and kustomize: what `make test` runs
+#     demo            the cluster and helm: what `make demo` runs
 #     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok: the cluster
 #                     with simulated GPU nodes (test/kwokcluster)
 #     NAME            any of etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok
@@ -41,9 +41,9 @@ OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
 LOG=$ROOT/bin/test-assets.log
 GOVER=$(go env GOVERSION)
 
-DEMO_SET="etcd kube-apiserver helm"
-TEST_SET="etcd kube-apiserver helm helm4 kustomize"
 CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok"
+DEMO_SET="$CLUSTER_SET helm"
+TEST_SET="$CLUSTER_SET helm helm4 kustomize"
 ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm helm4 kustomize"
 REQUESTS_SET="etcd kube-apiserver epp"
 ALL+=" epp"
