@@ -14,10 +14,10 @@ import (
 )
 
 // The model-user Role and the tiers' RoleBindings are children like the
-// others: RoleModelAccess, wave 0. Bad input fails closed and says why in
-// Result.Access: a malformed annotation, or one naming only unknown tiers,
-// builds none of them; an unknown name among known ones gets no binding
-// while the known ones do. The rest of the service still renders; without
+// others: RoleModelAccess, the Role in wave 0 and its bindings in wave 1.
+// Bad input fails closed and says why in Result.Access: a malformed
+// annotation, or one naming only unknown tiers, builds none of them; an
+// unknown name among known ones gets no binding while the known ones do. The rest of the service still renders; without
 // tiers (MaaS off) the annotation is ignored.
 func TestModelAccess(t *testing.T) {
 	tiers, err := tier.Parse("- {name: free, level: 0}\n- {name: premium, level: 1}", "")
@@ -33,9 +33,9 @@ func TestModelAccess(t *testing.T) {
 		err        string
 	}{
 		"premium only": {annotation: `["premium"]`, tiers: tiers,
-			want: []string{"0 model-access Role sim-model-user", "0 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
+			want: []string{"0 model-access Role sim-model-user", "1 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
 		"every tier": {annotation: `[]`, tiers: tiers,
-			want:  []string{"0 model-access Role sim-model-user", "0 model-access RoleBinding sim-model-user-free", "0 model-access RoleBinding sim-model-user-premium"},
+			want:  []string{"0 model-access Role sim-model-user", "1 model-access RoleBinding sim-model-user-free", "1 model-access RoleBinding sim-model-user-premium"},
 			bound: []string{"free", "premium"}},
 		"not published":  {tiers: tiers},
 		"MaaS off":       {annotation: `["premium"]`},
@@ -43,7 +43,7 @@ func TestModelAccess(t *testing.T) {
 		"unknown tier":   {annotation: `["gold"]`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: "[\"gold\"]" names unknown tier "gold"`},
 		"malformed list": {annotation: `premium`, tiers: tiers, err: `annotation alpha.maas.opendatahub.io/tiers: "premium" is not a JSON list`},
 		"unknown among known": {annotation: `["gold","premium"]`, tiers: tiers, err: `names unknown tier "gold"`,
-			want: []string{"0 model-access Role sim-model-user", "0 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
+			want: []string{"0 model-access Role sim-model-user", "1 model-access RoleBinding sim-model-user-premium"}, bound: []string{"premium"}},
 	}
 	images := presetstest.Images(t)
 	for name, tc := range tests {

@@ -346,17 +346,20 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 }
 
 // kindOrder is the apply order, with the wave of each kind: what others
-// refer to comes first.
+// refer to comes first. Roles come a wave before the bindings: the RBAC API
+// checks that whoever writes a binding holds what its Role grants, and
+// refuses the binding while the Role does not exist.
 var kindOrder = []struct {
 	kind string
 	wave int
 }{
-	{"ServiceAccount", 0}, {"Secret", 0}, {"Role", 0}, {"RoleBinding", 0}, {"ClusterRoleBinding", 0}, {"Certificate", 0}, {"Service", 0},
-	{"Deployment", 1}, {"LeaderWorkerSet", 1},
-	{"InferencePool", 2}, {"HTTPRoute", 2},
-	{"DestinationRule", 2}, {"BackendTLSPolicy", 2}, {"PodMonitor", 2}, {"ServiceMonitor", 2},
+	{"ServiceAccount", 0}, {"Secret", 0}, {"Role", 0},
+	{"RoleBinding", 1}, {"ClusterRoleBinding", 1}, {"Certificate", 1}, {"Service", 1},
+	{"Deployment", 2}, {"LeaderWorkerSet", 2},
+	{"InferencePool", 3}, {"HTTPRoute", 3},
+	{"DestinationRule", 3}, {"BackendTLSPolicy", 3}, {"PodMonitor", 3}, {"ServiceMonitor", 3},
 	// The actuators come after the workloads they scale.
-	{build.KindHPA, 2}, {build.KindScaledObject, 2},
+	{build.KindHPA, 3}, {build.KindScaledObject, 3},
 }
 
 func kindIndex(o build.Object) int {

@@ -45,8 +45,10 @@ type Child struct {
 	Role Role
 	// Wave is when the child is applied: every child of a wave before any
 	// of the next; within a wave, in any order or at once. Wave 0 holds
-	// what others refer to (RBAC, certificates, Services), wave 1 the
-	// workloads, wave 2 the pools and the route.
+	// the ServiceAccounts, Secrets and Roles, wave 1 what refers to them
+	// or that the workloads refer to (the bindings, certificates,
+	// Services), wave 2 the workloads, wave 3 the pools, the route and the
+	// autoscalers.
 	Wave int
 }
 

@@ -69,17 +69,17 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 			"0 rbac ServiceAccount llama-pd-kserve",
 			"0 rbac Role llama-pd-epp-role",
 			"0 rbac Role llama-pd-kserve-role",
-			"0 rbac RoleBinding llama-pd-epp-rb",
-			"0 rbac RoleBinding llama-pd-kserve-rb",
-			"0 rbac ClusterRoleBinding team-a-llama-pd-epp-auth-rb",
-			"0 scheduler-service Service llama-pd-epp-service",
-			"0 workload-service Service llama-pd-kserve-workload-svc",
-			"1 main Deployment llama-pd-kserve",
-			"1 prefill Deployment llama-pd-kserve-prefill",
-			"1 scheduler Deployment llama-pd-kserve-router-scheduler",
-			"2 pool InferencePool llama-pd-inference-pool",
-			"2 pool-v1alpha2 InferencePool llama-pd-inference-pool",
-			"2 route HTTPRoute llama-pd-kserve-route",
+			"1 rbac RoleBinding llama-pd-epp-rb",
+			"1 rbac RoleBinding llama-pd-kserve-rb",
+			"1 rbac ClusterRoleBinding team-a-llama-pd-epp-auth-rb",
+			"1 scheduler-service Service llama-pd-epp-service",
+			"1 workload-service Service llama-pd-kserve-workload-svc",
+			"2 main Deployment llama-pd-kserve",
+			"2 prefill Deployment llama-pd-kserve-prefill",
+			"2 scheduler Deployment llama-pd-kserve-router-scheduler",
+			"3 pool InferencePool llama-pd-inference-pool",
+			"3 pool-v1alpha2 InferencePool llama-pd-inference-pool",
+			"3 route HTTPRoute llama-pd-kserve-route",
 		},
 		names: defaultNames("llama-pd"),
 	}, {
@@ -90,17 +90,17 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 			"0 rbac ServiceAccount deepseek-pd-kserve-mn-prefill",
 			"0 rbac Role deepseek-pd-epp-role",
 			"0 rbac Role deepseek-pd-kserve-mn-role",
-			"0 rbac RoleBinding deepseek-pd-epp-rb",
-			"0 rbac RoleBinding deepseek-pd-kserve-mn-rb",
-			"0 rbac ClusterRoleBinding team-c-deepseek-pd-epp-auth-rb",
-			"0 scheduler-service Service deepseek-pd-epp-service",
-			"0 workload-service Service deepseek-pd-kserve-workload-svc",
-			"1 scheduler Deployment deepseek-pd-kserve-router-scheduler",
-			"1 worker LeaderWorkerSet deepseek-pd-kserve-mn",
-			"1 prefill-worker LeaderWorkerSet deepseek-pd-kserve-mn-prefill",
-			"2 pool InferencePool deepseek-pd-inference-pool",
-			"2 pool-v1alpha2 InferencePool deepseek-pd-inference-pool",
-			"2 route HTTPRoute deepseek-pd-kserve-route",
+			"1 rbac RoleBinding deepseek-pd-epp-rb",
+			"1 rbac RoleBinding deepseek-pd-kserve-mn-rb",
+			"1 rbac ClusterRoleBinding team-c-deepseek-pd-epp-auth-rb",
+			"1 scheduler-service Service deepseek-pd-epp-service",
+			"1 workload-service Service deepseek-pd-kserve-workload-svc",
+			"2 scheduler Deployment deepseek-pd-kserve-router-scheduler",
+			"2 worker LeaderWorkerSet deepseek-pd-kserve-mn",
+			"2 prefill-worker LeaderWorkerSet deepseek-pd-kserve-mn-prefill",
+			"3 pool InferencePool deepseek-pd-inference-pool",
+			"3 pool-v1alpha2 InferencePool deepseek-pd-inference-pool",
+			"3 route HTTPRoute deepseek-pd-kserve-route",
 		},
 		names: defaultNames("deepseek-pd"),
 	}, {
@@ -108,9 +108,9 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 		// names the referenced one.
 		name: "external-pool",
 		want: []string{
-			"0 workload-service Service shared-kserve-workload-svc",
-			"1 main Deployment shared-kserve",
-			"2 route HTTPRoute shared-kserve-route",
+			"1 workload-service Service shared-kserve-workload-svc",
+			"2 main Deployment shared-kserve",
+			"3 route HTTPRoute shared-kserve-route",
 		},
 		names: withPool(defaultNames("shared"), "platform-pool"),
 	}, {
@@ -167,8 +167,8 @@ func TestWavesFollowTheApplyOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	waves := res.Waves()
-	if len(waves) != 3 {
-		t.Fatalf("%d waves, want 3", len(waves))
+	if len(waves) != 4 {
+		t.Fatalf("%d waves, want 4", len(waves))
 	}
 	var seen []int
 	for w, idx := range waves {
@@ -190,7 +190,9 @@ func TestWavesFollowTheApplyOrder(t *testing.T) {
 		return slices.Compact(out)
 	}
 	for w, want := range [][]string{
-		{"ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding", "Service"},
+		{"ServiceAccount", "Role"},
+		// The RBAC API refuses a binding whose Role does not exist yet.
+		{"RoleBinding", "ClusterRoleBinding", "Service"},
 		{"Deployment"},
 		{"InferencePool", "HTTPRoute"},
 	} {
@@ -258,7 +260,7 @@ func TestShapeIsTheServiceWithItsBaseRefs(t *testing.T) {
 
 // TestWithPlatform builds one plan for each gateway TLS: the plan itself
 // is not changed, the DestinationRules or BackendTLSPolicies and the
-// monitors come last (wave 2, after the Services they name; the metrics
+// monitors come last (wave 3, after the Services they name; the metrics
 // reader's token Secret in wave 0), and a stopped service gets none.
 func TestWithPlatform(t *testing.T) {
 	plan, svc := prepareCase(t, "cpu-single")
@@ -266,7 +268,7 @@ func TestWithPlatform(t *testing.T) {
 		var out []string
 		for i, c := range res.Children {
 			if c.Role == role {
-				want := 2
+				want := 3
 				if res.Objects[i].GetObjectKind().GroupVersionKind().Kind == "Secret" {
 					want = 0 // the token Secret comes with the ServiceAccount it names
 				}

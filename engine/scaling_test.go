@@ -56,15 +56,15 @@ func TestScaledWorkloadsGetTheirActuators(t *testing.T) {
 		unscaled    string
 	}{{
 		name:      "scaling-single-hpa",
-		actuators: []string{"2 autoscaler HorizontalPodAutoscaler qwen-kserve-hpa"},
+		actuators: []string{"3 autoscaler HorizontalPodAutoscaler qwen-kserve-hpa"},
 		autoscalers: []build.Autoscaler{{Kind: build.KindHPA, Name: "qwen-kserve-hpa",
 			Target: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "qwen-kserve"}}},
 		unscaled: "qwen-kserve-router-scheduler",
 	}, {
 		name: "scaling-pd-keda",
 		actuators: []string{
-			"2 autoscaler ScaledObject llama-pd-kserve-keda",
-			"2 prefill-autoscaler ScaledObject llama-pd-kserve-prefill-keda",
+			"3 autoscaler ScaledObject llama-pd-kserve-keda",
+			"3 prefill-autoscaler ScaledObject llama-pd-kserve-prefill-keda",
 		},
 		autoscalers: []build.Autoscaler{
 			{Kind: build.KindScaledObject, Name: "llama-pd-kserve-keda",
@@ -75,7 +75,7 @@ func TestScaledWorkloadsGetTheirActuators(t *testing.T) {
 		unscaled: "llama-pd-kserve-router-scheduler",
 	}, {
 		name:      "scaling-lws-keda",
-		actuators: []string{"2 autoscaler ScaledObject llama-405b-kserve-keda"},
+		actuators: []string{"3 autoscaler ScaledObject llama-405b-kserve-keda"},
 		autoscalers: []build.Autoscaler{{Kind: build.KindScaledObject, Name: "llama-405b-kserve-keda",
 			Target: autoscalingv2.CrossVersionObjectReference{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: "llama-405b-kserve-mn"}}},
 		unscaled: "llama-405b-kserve-router-scheduler",

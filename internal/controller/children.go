@@ -32,10 +32,11 @@ func (r *Reconciler) classify(p *pass) []kind {
 // applyAll applies every child in order. It goes on after a failure so one
 // bad child does not hold back the rest, and reports the failures.
 //
-// The children go in the engine's waves (engine.Child.Wave): what others
-// refer to (RBAC, Services), then the workloads, then the pools and the
-// route. Within a wave they are applied concurrently; a new service's
-// writes wait on the API server, not on each other.
+// The children go in the engine's waves (engine.Child.Wave): the
+// ServiceAccounts and Roles, then the bindings and Services, then the
+// workloads, then the pools and the route. Within a wave they are applied
+// concurrently; a new service's writes wait on the API server, not on
+// each other.
 func (r *Reconciler) applyAll(ctx context.Context, p *pass) error {
 	errs := make([]error, len(p.children))
 	responses := make([]*unstructured.Unstructured, len(p.children))
