@@ -9,6 +9,6 @@ type Streams = offline.Streams
 // commands run under a context that SIGINT and SIGTERM cancel.
 func Main(args []string, s Streams) int {
 	root := offline.Root(s, "odh-serving", "Run LLMs on Kubernetes with the Gateway API Inference Extension")
-	root.AddCommand(newPresets(s), newCRDs(s), newController(s), newStatus(s), newAPIServer(s))
+	root.AddCommand(newPresets(s), newCRDs(s), newController(s), newStatus(s), newAPIServer(s), newUninstall(s))
 	return offline.Execute(root, args, s)
 }

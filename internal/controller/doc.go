@@ -2,8 +2,9 @@
 // manager that renders every LLMInferenceService with the engine and keeps
 // the cluster in step with the result.
 //
-// Reconcile has one shape, whatever the event: get the service; handle the
-// finalizer; build the preset catalog from the LLMInferenceServiceConfigs in
+// Reconcile has one shape, whatever the event: get the service (gone:
+// delete its cluster-scoped children; no finalizer holds a service, so
+// nothing hangs once the controller is uninstalled); build the preset catalog from the LLMInferenceServiceConfigs in
 // the cache over the embedded presets; decide the InferencePool migration
 // phase (internal/migration); render; server-side apply each child (field
 // manager odh-serving, forced ownership, a controller owner reference);
@@ -13,8 +14,8 @@
 // In steady state a reconcile writes nothing: a child is applied only when
 // the hash of its desired form (kept in the annotation
 // odh-serving.opendatahub.io/applied-hash) differs from the live one's, or
-// a field it sets was changed by hand. The finalizer is added once and the
-// status is patched only when it differs.
+// a field it sets was changed by hand. The status is patched only when it
+// differs.
 //
 // A workload that is not available says why from its pods (pods.go): how
 // many are not Ready and the first cause in the cluster's words (the

@@ -90,14 +90,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.readerFor(svc).Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			phases.forget(req.String())
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.pruneOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, fmt.Errorf("get LLMInferenceService %s: %w", req.NamespacedName, err)
 	}
 	if !svc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, svc)
 	}
-	if err := r.ensureFinalizer(ctx, svc); err != nil {
+	if err := r.dropFinalizer(ctx, svc); err != nil {
 		return ctrl.Result{}, err
 	}
 	p := &pass{svc: svc, now: r.opts.Now(), conds: newConditions(svc, r.opts.Now()), status: *svc.Status.DeepCopy()}

@@ -196,22 +196,68 @@ func mainEnv(e *env, deployment, name string) string {
 }
 
 // TestDeleteCleansUp: deleting a service deletes its cluster-scoped
-// children, which no owner reference reaches, and then lets the service
-// go. (envtest runs no garbage collector, so the namespaced children, which
-// carry owner references, are not checked here.)
+// children, which no owner reference reaches. No finalizer holds the
+// service: were the controller uninstalled, its deletion (and its
+// namespace's) would hang. (envtest runs no garbage collector, so the
+// namespaced children, which carry owner references, are not checked here.)
 func TestDeleteCleansUp(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
 	auth := e.ns + "-sim-epp-auth-rb"
 	e.waitExists(clusterBinding, auth)
-	if svc := e.service("sim"); len(svc.Finalizers) != 1 || svc.Finalizers[0] != controller.Finalizer {
-		t.Errorf("finalizers %v", svc.Finalizers)
+	if svc := e.service("sim"); len(svc.Finalizers) != 0 {
+		t.Errorf("finalizers %v, want none", svc.Finalizers)
 	}
 	e.must(e.c.Delete(context.Background(), e.service("sim")))
+	e.waitServiceGone("sim")
 	e.waitGone(clusterBinding, auth)
-	testenv.Eventually(t, "the service is gone", func() error {
-		err := e.c.Get(context.Background(), clientKey(e.ns, "sim"), &v1alpha2.LLMInferenceService{})
+}
+
+// TestEarlierFinalizerComesOff: a service that carries KServe's finalizer
+// (earlier versions of odh-serving added it; so does KServe) loses it at
+// its next reconcile, and is deleted at once.
+func TestEarlierFinalizerComesOff(t *testing.T) {
+	e := startWithGateway(t)
+	svc := e.decode(simulator)
+	svc.Finalizers = []string{controller.Finalizer}
+	e.must(e.c.Create(context.Background(), svc))
+	testenv.Eventually(t, "the finalizer comes off", func() error {
+		if f := e.service("sim").Finalizers; len(f) > 0 {
+			return fmt.Errorf("finalizers %v", f)
+		}
+		return nil
+	})
+	e.waitExists(clusterBinding, e.ns+"-sim-epp-auth-rb")
+	e.must(e.c.Delete(context.Background(), e.service("sim")))
+	e.waitServiceGone("sim")
+	e.waitGone(clusterBinding, e.ns+"-sim-epp-auth-rb")
+}
+
+// TestBindingsOfServicesDeletedWhileStopped: a service deleted while no
+// controller runs goes at once and leaves its ClusterRoleBinding; the
+// controller deletes it when it starts again (the watch's first list maps
+// the binding to its gone service).
+func TestBindingsOfServicesDeletedWhileStopped(t *testing.T) {
+	e := startWithGateway(t)
+	e.create(simulator)
+	auth := e.ns + "-sim-epp-auth-rb"
+	e.waitExists(clusterBinding, auth)
+	e.stop()
+	e.must(e.c.Delete(context.Background(), e.service("sim")))
+	e.waitServiceGone("sim")
+	if !e.exists(clusterBinding(), auth) {
+		t.Fatalf("ClusterRoleBinding %s went with no controller running", auth)
+	}
+	e.run()
+	e.waitGone(clusterBinding, auth)
+}
+
+// waitServiceGone waits until the service name no longer exists.
+func (e *env) waitServiceGone(name string) {
+	e.t.Helper()
+	testenv.Eventually(e.t, "service "+name+" is gone", func() error {
+		err := e.c.Get(context.Background(), clientKey(e.ns, name), &v1alpha2.LLMInferenceService{})
 		if err == nil {
 			return fmt.Errorf("still there")
 		}

@@ -69,7 +69,7 @@ func startOnGatewayOf(t *testing.T, prefix, controllerName string) *env {
 // its monitors, each owned by the service, and the steady state writes
 // nothing. Stopping the service deletes them all, the metrics reader's
 // ClusterRoleBinding included; deleting the service deletes that binding
-// again through the finalizer.
+// again (the controller, on the service's delete event).
 func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	ctx := context.Background()
 	e := startOnGatewayOf(t, "istio", "istio.io/gateway-controller")
@@ -146,7 +146,7 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	e.waitGone(secret, "sim-kserve-metrics-reader")
 	e.waitGone(clusterBinding, e.ns+"-sim-kserve-metrics-reader")
 
-	// Started again, then deleted: the finalizer takes the binding, which
+	// Started again, then deleted: the controller deletes the binding, which
 	// no owner reference reaches.
 	e.update("sim", func(s *v1alpha2.LLMInferenceService) { delete(s.Annotations, "serving.kserve.io/stop") })
 	e.waitExists(clusterBinding, e.ns+"-sim-kserve-metrics-reader")

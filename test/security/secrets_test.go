@@ -102,7 +102,7 @@ spec:
 	testenv.Within(t, time.Minute, "the working service's Deployment", func() error {
 		return cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "works-kserve"}, &appsv1.Deployment{})
 	})
-	// The controller writes the service too (finalizer, status): retry the
+	// The controller writes the service too (its status): retry the
 	// edit on a conflict, as any client would.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rotate := &v1alpha2.LLMInferenceService{}
