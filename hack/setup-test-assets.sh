@@ -4,18 +4,17 @@
 # reused from where go to stderr; the `go` output of each build goes to bin/test-assets.log,
 # whose last lines are printed if a build fails.
 #
-#   hack/setup-test-assets.sh [test|demo|cluster|NAME...]
-#     test (default)  the cluster, helm, helm4 and kustomize: what `make test` runs
+#   hack/setup-test-assets.sh [test|demo|cluster|requests|NAME...]
+#     test (default)  the cluster, helm, helm4, kustomize and epp: what `make test` runs
 #     demo            the cluster and helm: what `make demo` runs
 #     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok: the cluster
 #                     with simulated GPU nodes (test/kwokcluster)
+#     requests        etcd kube-apiserver epp: what the tests that send requests through GIE's
+#                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
+#                     in the root module like helm) is a NAME too.
 #     NAME            any of etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok
 #                     helm helm4 kustomize. No test and no make target runs kubectl, so no set
 #                     builds it; `DEMO_KEEP=1 make demo` asks for it.
-#
-#   requests          etcd kube-apiserver epp: what the tests that send requests through GIE's
-#                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
-#                     in the root module like helm) is a NAME too.
 #
 # Every binary has its own stamp (.stamp-NAME), so the demo's binaries are reused by the test set.
 # A binary not stamped yet is first looked for, with a matching version, in $KUBEBUILDER_ASSETS,
@@ -46,6 +45,7 @@ DEMO_SET="$CLUSTER_SET helm"
 TEST_SET="$CLUSTER_SET helm helm4 kustomize"
 ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm helm4 kustomize"
 REQUESTS_SET="etcd kube-apiserver epp"
+TEST_SET+=" epp" # test/requests runs it
 ALL+=" epp"
 GIE_VERSION=$(awk '$1 == "sigs.k8s.io/gateway-api-inference-extension" { print $2; exit }' "$ROOT/go.mod")
 [[ -n $GIE_VERSION ]] || { echo "test-assets: no sigs.k8s.io/gateway-api-inference-extension in go.mod" >&2; exit 1; }

@@ -85,7 +85,7 @@ func TestPresetsRenderLLMDRouterPlugins(t *testing.T) {
 	// here or the presets move off it.
 	knownDeprecated := map[string]string{
 		"type disagg-headers-handler":                                                        "deprecated in v0.9.0 for disagg-profile-handler, removed in v0.11.0; KServe's P/D preset renders it too",
-		"precise-prefix-cache-scorer parameter tokenProcessorConfig.blockSize":               "renamed blockSizeTokens; KServe's preset still writes blockSize",
+		"precise-prefix-cache-scorer parameter tokenProcessorConfig.blockSize":               "renamed blockSizeTokens in llm-d-router; the presets have not moved yet",
 		"precise-prefix-cache-scorer parameter indexerConfig.tokenizersPoolConfig":           "in-process tokenization pool, deprecated; the legacy producer still reads it",
 		"precise-prefix-cache-scorer parameter indexerConfig.tokenizersPoolConfig.modelName": "as above",
 	}

@@ -1,0 +1,333 @@
+package requests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/internal/certs"
+	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
+	"github.com/opendatahub-io/odh-serving/test/gateway"
+	"github.com/opendatahub-io/odh-serving/test/modelserver"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+func init() { testenv.InitLogger() }
+
+// eppBinary is GIE's endpoint picker next to kube-apiserver.
+func eppBinary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "epp")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no endpoint picker at %s: build it with `bash hack/setup-test-assets.sh epp`: %v", p, err)
+	}
+	return p
+}
+
+// TestPhases sends requests through the real endpoint picker for a service
+// rendered in each migration phase that renders an endpoint picker.
+func TestPhases(t *testing.T) {
+	for _, phase := range []convention.Phase{convention.PhaseAlpha2, convention.PhaseDual, convention.PhaseV1, convention.PhaseRetired} {
+		t.Run(string(phase), func(t *testing.T) { runPhase(t, phase) })
+	}
+}
+
+func runPhase(t *testing.T, phase convention.Phase) {
+	t.Helper()
+	epp := eppBinary(t)
+	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	c := cp.Client
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.NewNamespace(t, c, "team")
+
+	// Render a CPU-simulator service for the phase.
+	catalog, err := presets.Default(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &v1alpha2.LLMInferenceService{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"},
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
+		Spec: v1alpha2.LLMInferenceServiceSpec{
+			Model:    v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct")},
+			BaseRefs: []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
+			Router:   &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
+		},
+	}
+	res, err := engine.Render(ctx, svc, catalog, engine.Options{Images: images, Phase: phase})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The serving certificate the controller would make, for the pods and
+	// the endpoint picker.
+	now := time.Now()
+	ca, err := certs.NewCA("test", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := certs.Issue(ca, []string{"qwen-epp-service." + ns + ".svc"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var workload, scheduler *appsv1.Deployment
+	var route *gatewayv1.HTTPRoute
+	for i, o := range res.Objects {
+		switch res.Children[i].Role {
+		case engine.RoleMain:
+			workload = o.(*appsv1.Deployment)
+			continue
+		case engine.RoleScheduler:
+			scheduler = o.(*appsv1.Deployment)
+			continue
+		}
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			continue
+		case *gatewayv1.HTTPRoute:
+			route = o
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding, *corev1.Service:
+		default:
+			if !strings.Contains(o.GetObjectKind().GroupVersionKind().Kind, "InferencePool") {
+				continue
+			}
+		}
+		if err := c.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	if workload == nil || scheduler == nil || route == nil {
+		t.Fatalf("phase %s: rendered no workload, endpoint picker or route", phase)
+	}
+	// The Secret the pods mount.
+	for _, v := range workload.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.Secret.SecretName}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM}}
+			if err := c.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The pods, Running and Ready at loopback IPs, as a kubelet would say.
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{})
+	testenv.Start(t, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
+	base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(100), rand.IntN(256))
+	for i := range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("qwen-kserve-%d", i), Labels: workload.Spec.Template.Labels},
+			Spec:       workload.Spec.Template.Spec,
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		ip := base + strconv.Itoa(10+i)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The endpoint picker: the rendered args, its listen ports and
+	// certificate folder changed, its configuration adapted, as the
+	// rendered ServiceAccount.
+	main := scheduler.Spec.Template.Spec.Containers[0]
+	certDir := t.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grpcPort, healthPort, metricsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	args := slices.Clone(main.Args)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--grpc-port":
+			args[i+1] = strconv.Itoa(grpcPort)
+		case "--grpc-health-port":
+			args[i+1] = strconv.Itoa(healthPort)
+		case "--cert-path":
+			args[i+1] = certDir
+		case "--config-text":
+			adapted, err := endpointpicker.Adapt(args[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !adapted.Runnable() {
+				t.Fatalf("the default profile is not runnable by GIE's endpoint picker: %q", adapted.Unrunnable)
+			}
+			args[i+1] = adapted.Config
+		}
+	}
+	args = append(args, "--metrics-port", strconv.Itoa(metricsPort))
+	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of the rendered ServiceAccount %s: %v", scheduler.Spec.Template.Spec.ServiceAccountName, err)
+	}
+	kubeconfig := testenv.Kubeconfig(t, &rest.Config{Host: cp.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cp.Config.CAData}, BearerToken: token.Status.Token}, ns)
+	log := &testenv.Buffer{}
+	eppCtx, stopEPP := context.WithCancel(context.WithoutCancel(ctx))
+	cmd := exec.CommandContext(eppCtx, epp, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopEPP()
+		_ = cmd.Wait()
+		if t.Failed() || testing.Verbose() {
+			t.Logf("endpoint picker %s, log:\n%s", strings.Join(args, " "), log.String())
+		}
+	})
+
+	// The gateway: the rendered route on its Gateway, the endpoint picker
+	// Service mapped to the process.
+	gw := &gatewayv1.Gateway{}
+	ref := route.Spec.ParentRefs[0]
+	gw.Namespace, gw.Name = string(*ref.Namespace), string(ref.Name)
+	gw.Spec = gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(gatewayv1.NamespacesFromAll)}}}}}
+	testenv.EnsureNamespace(t, c, gw.Namespace)
+	if err := c.Create(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	gwLog := &testenv.Buffer{}
+	router := gateway.NewRouter(c, gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), true, nil
+	}})
+	t.Cleanup(router.Close)
+	srv := httptest.NewServer(router.Handler(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "http"))
+	t.Cleanup(srv.Close)
+
+	// Requests, once the endpoint picker is up and has the pool: one that
+	// it answered (no fallback of the gateway's) with a pod.
+	url := fmt.Sprintf("%s/%s/qwen/v1/completions", srv.URL, ns)
+	send := func() (int, string, error) {
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+		}
+		return resp.StatusCode, resp.Header.Get("X-Model-Server-Pod"), nil
+	}
+	testenv.Eventually(t, "a request answered through the endpoint picker", func() error {
+		gwLog.Reset()
+		if _, _, err := send(); err != nil {
+			return fmt.Errorf("%w; the gateway says: %s", err, gwLog.String())
+		}
+		if l := gwLog.String(); l != "" {
+			return fmt.Errorf("the gateway did not go through the endpoint picker: %s", l)
+		}
+		return nil
+	})
+	gwLog.Reset()
+	served := map[string]int{}
+	for range 20 {
+		_, pod, err := send()
+		if err != nil {
+			t.Fatalf("a request after the first: %v", err)
+		}
+		served[pod]++
+	}
+	t.Logf("phase %s: 20 requests through the endpoint picker, per pod %v", phase, served)
+	if l := gwLog.String(); l != "" {
+		t.Errorf("the gateway did not take every request through the endpoint picker:\n%s", l)
+	}
+	// A model no pod serves: the endpoint picker passes it on, and the pod
+	// answers as vLLM does.
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"no-such-model","prompt":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "The model `no-such-model` does not exist.") {
+		t.Errorf("an unknown model: %d %s; want 404 from the model server", resp.StatusCode, body)
+	}
+
+	// A pod made not Ready gets no more requests; with none Ready, the
+	// endpoint picker answers 503.
+	setReady := func(name string, ready corev1.ConditionStatus) {
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady("qwen-kserve-0", corev1.ConditionFalse)
+	testenv.Eventually(t, "10 requests in a row to qwen-kserve-1 alone", func() error {
+		for range 10 {
+			if _, pod, err := send(); err != nil || pod != "qwen-kserve-1" {
+				return fmt.Errorf("pod %q, %w", pod, err)
+			}
+		}
+		return nil
+	})
+	setReady("qwen-kserve-1", corev1.ConditionFalse)
+	testenv.Eventually(t, "503 with no Ready pod", func() error {
+		code, pod, err := send()
+		if code != http.StatusServiceUnavailable {
+			return fmt.Errorf("status %d from pod %q: %w", code, pod, err)
+		}
+		return nil
+	})
+
+	// A 403 on its own, not inside a port number or a time.
+	if m := regexp.MustCompile(`(?i)(^|[^0-9.:])403([^0-9]|$)|forbidden`).FindString(log.String()); m != "" {
+		t.Errorf("the endpoint picker's log shows a 403 (%q): the rendered RBAC is not enough", m)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
