@@ -51,6 +51,12 @@ moves the HTTPRoutes' backendRef weights through the InferencePool
 migration; those routes carry the annotation
 ` + convention.AnnotationWeightsManagedBy + `: controller.
 
+With --cert-mode self-signed (the default) nothing in the output makes
+the Secret <name>-kserve-self-signed-certs that the pods mount: the
+controller writes it in the cluster, in static mode too, and the pods start
+once it is there. Where no odh-serving controller runs, use --cert-mode
+cert-manager or service-ca.
+
 In controller mode the stream passes through untouched: the controller
 expands the services in the cluster.
 
