@@ -163,3 +163,26 @@ func BenchmarkWriteYAML(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteYAMLParallel writes the objects of a rendered service (the
+// prefill/decode golden case) from every core at once, as encodeAll and
+// concurrent renders do: what is shared between encoders (the cache of
+// yaml.v2's answers for strings that may read as numbers) shows here.
+func BenchmarkWriteYAMLParallel(b *testing.B) {
+	data := golden.Read(b, "../testdata/prefill-decode/expected.yaml")
+	docs, err := Split("expected.yaml", data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			for _, d := range docs {
+				if _, err := encodeYAML(d.Object.Object); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+}
