@@ -97,14 +97,8 @@ func (e *env) children(labels client.MatchingLabels) map[string][]liveChild {
 // migration phase from its status) and returns Kind/name of each child,
 // sorted.
 func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, error) {
-	if e.catalog == nil {
-		var err error
-		if e.catalog, err = presets.Catalog(e.sys, "kserve-", nil); err != nil {
-			return nil, err
-		}
-		if e.images, err = presets.Images(); err != nil {
-			return nil, err
-		}
+	if err := e.loadPresets(); err != nil {
+		return nil, err
 	}
 	opts := engine.Options{SystemNamespace: e.sys, Images: e.images}
 	if p := svc.Status.InferencePool; p != nil && p.MigrationPhase != "" {
@@ -120,6 +114,19 @@ func (e *env) renderedChildren(svc *v1alpha2.LLMInferenceService) ([]string, err
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// loadPresets fills e.catalog and e.images, once.
+func (e *env) loadPresets() error {
+	if e.catalog != nil {
+		return nil
+	}
+	var err error
+	if e.catalog, err = presets.Catalog(e.sys, "kserve-", nil); err != nil {
+		return err
+	}
+	e.images, err = presets.Images()
+	return err
 }
 
 // childrenMatch checks that the service has exactly the children the

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -23,13 +25,25 @@ func IsWrite(method string) bool {
 	return false
 }
 
+// Write is one write a Recorder saw.
+type Write struct {
+	Method, Path string
+	// Body is what was sent: for a PATCH, the patch.
+	Body string
+	// Code is the answer's HTTP status, 0 until it came or when none did.
+	Code int
+}
+
+// String is "METHOD path", as Since lists a write.
+func (w Write) String() string { return w.Method + " " + w.Path }
+
 // Recorder records the writes (IsWrite) that pass through the transports
-// it wraps, as "METHOD path", counts every request by verb (Verb), and can
-// answer chosen writes with a 409 Conflict instead of sending them.
+// it wraps, with their bodies, counts every request by verb (Verb), and
+// can answer chosen writes with a 409 Conflict instead of sending them.
 // Set it on a rest.Config with Wrap; it is safe for concurrent use.
 type Recorder struct {
 	mu     sync.Mutex
-	writes []string
+	writes []Write
 	taken  int
 	verbs  map[string]int
 	// conflict, when set, is asked about each write; true answers 409.
@@ -39,21 +53,37 @@ type Recorder struct {
 // Wrap records through next; it is a rest.Config's WrapTransport.
 func (r *Recorder) Wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		write := IsWrite(req.Method)
+		var body string
+		if write {
+			var err error
+			if req, body, err = readBody(req); err != nil {
+				return nil, err
+			}
+		}
 		r.mu.Lock()
 		if r.verbs == nil {
 			r.verbs = map[string]int{}
 		}
 		r.verbs[Verb(req)]++
-		write := IsWrite(req.Method)
-		if write {
-			r.writes = append(r.writes, req.Method+" "+req.URL.Path)
+		if !write {
+			r.mu.Unlock()
+			return next.RoundTrip(req)
 		}
-		fail := write && r.conflict != nil && r.conflict(req.Method, req.URL.Path)
+		i := len(r.writes)
+		r.writes = append(r.writes, Write{Method: req.Method, Path: req.URL.Path, Body: body})
+		fail := r.conflict != nil && r.conflict(req.Method, req.URL.Path)
 		r.mu.Unlock()
-		if fail {
-			return conflictResponse(req), nil
+		resp, err := conflictResponse(req), error(nil)
+		if !fail {
+			resp, err = next.RoundTrip(req)
 		}
-		return next.RoundTrip(req)
+		if resp != nil {
+			r.mu.Lock()
+			r.writes[i].Code = resp.StatusCode
+			r.mu.Unlock()
+		}
+		return resp, err
 	})
 }
 
@@ -71,20 +101,65 @@ func (r *Recorder) Count() int {
 	return len(r.writes)
 }
 
-// Since returns the writes after the first n, in order.
+// Since returns the writes after the first n, in order, as "METHOD path".
 func (r *Recorder) Since(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.writes[n:]...)
+	return names(r.writes[n:])
+}
+
+// Writes returns the writes after the first n, in order, with their
+// bodies: what a test shows when a write was not expected.
+func (r *Recorder) Writes(n int) []Write {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Write(nil), r.writes[n:]...)
 }
 
 // Take returns the writes since the last Take.
 func (r *Recorder) Take() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := append([]string(nil), r.writes[r.taken:]...)
+	out := names(r.writes[r.taken:])
 	r.taken = len(r.writes)
 	return out
+}
+
+func names(writes []Write) []string {
+	out := make([]string, len(writes))
+	for i, w := range writes {
+		out[i] = w.String()
+	}
+	return out
+}
+
+// readBody reads req's body and returns a copy of req that sends it
+// still, since a transport must not consume the request it was given.
+func readBody(req *http.Request) (*http.Request, string, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, "", nil
+	}
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, "", fmt.Errorf("record %s %s: %w", req.Method, req.URL.Path, err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			return nil, "", fmt.Errorf("record %s %s: %w", req.Method, req.URL.Path, err)
+		}
+		return req, string(b), nil
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, "", fmt.Errorf("record %s %s: %w", req.Method, req.URL.Path, err)
+	}
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(b))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return out, string(b), nil
 }
 
 // Verbs returns how many requests r has seen by verb.

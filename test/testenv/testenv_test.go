@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,7 +19,11 @@ import (
 )
 
 func TestRecorder(t *testing.T) {
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	read := &testenv.Buffer{} // the bodies the server read
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(read, req.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
 	t.Cleanup(server.Close)
 	r := &testenv.Recorder{}
 	c := &http.Client{Transport: r.Wrap(http.DefaultTransport)}
@@ -60,8 +65,28 @@ func TestRecorder(t *testing.T) {
 	if r.Count() != 5 || !slices.Equal(r.Since(2), []string{"DELETE /b", "POST /c", "POST /c"}) {
 		t.Errorf("count %d, since 2 %v", r.Count(), r.Since(2))
 	}
+	// A write's body reaches the server, and the recorder keeps it with
+	// the answer's code.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPatch, server.URL+"/d", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := c.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	if got := r.Writes(5); len(got) != 1 || got[0] != (testenv.Write{Method: http.MethodPatch, Path: "/d", Body: `{"a":1}`, Code: http.StatusOK}) || got[0].String() != "PATCH /d" {
+		t.Errorf("writes with bodies %+v", got)
+	}
+	if got, want := read.String(), `{"a":1}`; got != want {
+		t.Errorf("the server read %q, want %q", got, want)
+	}
+	if w := r.Writes(0); w[1].Code != http.StatusConflict || w[2].Code != http.StatusOK {
+		t.Errorf("codes of an injected conflict and a sent write: %d, %d", w[1].Code, w[2].Code)
+	}
 	send(http.MethodGet, "/a?watch=true")
-	if v := r.Verbs(); v["get"] != 1 || v["watch"] != 1 || v["update"] != 1 || v["patch"] != 1 || v["delete"] != 1 || v["create"] != 2 || len(v) != 6 {
+	if v := r.Verbs(); v["get"] != 1 || v["watch"] != 1 || v["update"] != 1 || v["patch"] != 2 || v["delete"] != 1 || v["create"] != 2 || len(v) != 6 {
 		t.Errorf("verbs %v", v)
 	}
 }
