@@ -27,8 +27,8 @@
 // EndpointSlices. There is no kube-proxy, so a ClusterIP leads nowhere; an
 // EndpointSlice can point at a process on this machine.
 //
-// It is the API server alone: test/kwokcluster adds kube-scheduler,
+// It is the API server alone: test/kwokcluster can add kube-scheduler,
 // kube-controller-manager and kwok's simulated nodes, so that Deployments
-// get ReplicaSets and Pods that run, and test/simdataplane plays the
-// gateway and the LeaderWorkerSet operator.
+// get ReplicaSets and Pods that run; test/simdataplane plays the
+// controllers the demo needs and the cluster lacks.
 package localcluster
