@@ -53,7 +53,10 @@ decided per service. Logs are structured (zap); see the --zap-* flags.`,
 	fs.BoolVar(&o.StaticMode, "static-mode", false, "only the migration (route weights) and the CRD lifecycle; Helm makes the workloads")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas (Lease "+controller.LeaderElectionID+")")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; default: the system namespace")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", controller.DefaultMetricsBindAddress, "address of the Prometheus /metrics endpoint (plain HTTP); 0 turns it off")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", controller.DefaultMetricsBindAddress,
+		"address of the Prometheus /metrics endpoint (HTTPS; callers need a bearer token allowed get on /metrics); 0 turns it off")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "folder of the /metrics server's tls.crt and tls.key; empty: a self-signed certificate")
+	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve /metrics over plain HTTP without authentication (local runs on loopback only)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", controller.DefaultHealthProbeBindAddress, "address of /healthz and /readyz; 0 turns them off")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (they show what the process holds: keep it on localhost); empty or 0: off")
 	fs.IntVar(&o.WebhookPort, "webhook-port", controller.DefaultWebhookPort, "port of the webhook server")

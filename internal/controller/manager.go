@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -145,7 +146,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// Operator's monitors) are read from the cache too, with its indexes.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		MapperProvider:                newRESTMapper,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElect,
@@ -204,9 +205,26 @@ func unthrottled(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// webhookTLS sets the webhook server's floor to TLS 1.2 explicitly rather
-// than leaning on Go's default, and serves HTTP/1.1 only: the API server
-// needs nothing more, and HTTP/2 brings the rapid-reset class of attacks.
+// metricsOptions serves /metrics over HTTPS to callers the API server
+// authenticates and authorizes for get on /metrics (the chart's ClusterRole
+// odh-serving-metrics-reader grants it), unless MetricsInsecure.
+func metricsOptions(opts Options) metricsserver.Options {
+	if opts.MetricsInsecure {
+		return metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	}
+	return metricsserver.Options{
+		BindAddress:    opts.MetricsBindAddress,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        opts.MetricsCertDir,
+		TLSOpts:        []func(*tls.Config){webhookTLS},
+	}
+}
+
+// webhookTLS sets the webhook and metrics servers' floor to TLS 1.2
+// explicitly rather than leaning on Go's default, and serves HTTP/1.1 only:
+// the API server and Prometheus need nothing more, and HTTP/2 brings the
+// rapid-reset class of attacks.
 func webhookTLS(c *tls.Config) {
 	c.MinVersion = tls.VersionTLS12
 	c.NextProtos = []string{"http/1.1"}

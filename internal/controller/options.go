@@ -45,8 +45,17 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	// MetricsBindAddress serves Prometheus /metrics; "0" turns it off.
-	// Default: :8080.
+	// Default: :8080. It is HTTPS (a self-signed certificate unless
+	// MetricsCertDir holds one), and every request must carry a bearer
+	// token that the API server authenticates (TokenReview) and authorizes
+	// for get on the non-resource URL /metrics (SubjectAccessReview).
 	MetricsBindAddress string
+	// MetricsCertDir holds tls.crt and tls.key for /metrics; empty or
+	// without them, controller-runtime makes a self-signed certificate.
+	MetricsCertDir string
+	// MetricsInsecure serves /metrics over plain HTTP without
+	// authentication: only for local runs on a loopback address.
+	MetricsInsecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	// Default: :8081.
 	HealthProbeBindAddress string

@@ -34,8 +34,9 @@ const (
 		"routing sidecar's): the RBAC API lets a subject grant only what it holds, and escalate would let it grant anything"
 	whyServices  = "the services it reconciles: read, watch, and update for the finalizer"
 	whyEvents    = "events on the services, and on the leader election"
-	whyAuthDeleg = "TokenReview and SubjectAccessReview: holding what system:auth-delegator grants lets the controller " +
-		"bind each endpoint picker to it without the bind verb"
+	whyAuthDeleg = "TokenReview and SubjectAccessReview: the controller's /metrics (HTTPS) authenticates each caller's " +
+		"bearer token and authorizes get on /metrics (controller-runtime's filters.WithAuthenticationAndAuthorization); " +
+		"and holding what system:auth-delegator grants lets the controller bind each endpoint picker to it without the bind verb"
 )
 
 // chartRules is the allow-list of every rule in the chart's RBAC.
@@ -115,6 +116,8 @@ var chartRules = []chartRule{
 	{"odh-serving-leader-election", []string{"/configmaps"}, []string{"get", "list", "watch"}, []string{"tier-to-group-mapping"},
 		"maas.enabled: the tier list, watched by name with a field selector"},
 	// Who may read metrics.
+	{"odh-serving-metrics-reader", []string{"/metrics"}, []string{"get"}, nil,
+		"who may scrape the controller's /metrics: the administrator binds Prometheus's ServiceAccount to it"},
 	{"kserve-metrics-reader-cluster-role", []string{"/metrics"}, []string{"get"}, nil,
 		"the services' metrics readers may get the endpoint pickers' /metrics (ODH's KServe's name)"},
 	// The MaaS API server and its users.

@@ -33,9 +33,11 @@ var clusterScopedGrants = map[string]string{
 	"rbac.authorization.k8s.io/clusterrolebindings": "each service's endpoint picker is bound to system:auth-delegator so it can " +
 		"check the callers of its metrics endpoint; TokenReview and SubjectAccessReview are cluster-scoped, so only a " +
 		"ClusterRoleBinding can grant them",
-	"authentication.k8s.io/tokenreviews": "the controller's metrics endpoint authenticates its callers; and the controller must " +
-		"hold the rights of system:auth-delegator to bind endpoint pickers to it without the bind verb",
-	"authorization.k8s.io/subjectaccessreviews": "as tokenreviews: authorizing metrics callers, and holding what it binds",
+	"authentication.k8s.io/tokenreviews": "the controller's /metrics is HTTPS and authenticates each caller's bearer token " +
+		"with a TokenReview (controller-runtime's filters.WithAuthenticationAndAuthorization; TestManagerEndpoints); and the " +
+		"controller must hold the rights of system:auth-delegator to bind endpoint pickers to it without the bind verb",
+	"authorization.k8s.io/subjectaccessreviews": "as tokenreviews: a SubjectAccessReview authorizes each /metrics caller " +
+		"for get on the non-resource URL /metrics, and the controller holds what it binds",
 	"gateway.networking.k8s.io/gatewayclasses": "which implementation runs a route's gateway decides what tells it to " +
 		"originate TLS (DestinationRules for Istio's, BackendTLSPolicies for Envoy Gateway's and kgateway's); " +
 		"GatewayClasses are cluster-scoped; read-only",
