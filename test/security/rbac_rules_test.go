@@ -32,7 +32,7 @@ const (
 	whyStaticChildren = "static mode: Helm makes the children; the controller reads them for the services' status"
 	whyGrantedOn      = "held only so that the controller may grant it in the children's Roles (the endpoint picker's, the " +
 		"routing sidecar's): the RBAC API lets a subject grant only what it holds, and escalate would let it grant anything"
-	whyServices  = "the services it reconciles: read, watch, and update for the finalizer"
+	whyServices  = "the services it reconciles: read, watch, and patch (to take off an earlier version's finalizer)"
 	whyEvents    = "events on the services, and on the leader election"
 	whyAuthDeleg = "TokenReview and SubjectAccessReview: the controller's /metrics (HTTPS) authenticates each caller's " +
 		"bearer token and authorizes get on /metrics (controller-runtime's filters.WithAuthenticationAndAuthorization); " +
@@ -45,7 +45,7 @@ var chartRules = []chartRule{
 	{"odh-serving-controller", []string{"serving.kserve.io/llminferenceservices"}, []string{"get", "list", "watch", "update", "patch"}, nil, whyServices},
 	{"odh-serving-controller", []string{"serving.kserve.io/llminferenceservices/status"}, []string{"get", "update", "patch"}, nil, "the services' status"},
 	{"odh-serving-controller", []string{"serving.kserve.io/llminferenceservices/finalizers"}, []string{"update"}, nil,
-		"the finalizer that removes the ClusterRoleBindings no owner reference reaches"},
+		"take off the finalizer earlier versions put on services (the controller adds none now)"},
 	{"odh-serving-controller", []string{"serving.kserve.io/llminferenceserviceconfigs"}, []string{"get", "list", "watch"}, nil, "the presets, read-only"},
 	{"odh-serving-controller", []string{"serving.kserve.io/llminferenceservices"}, []string{"post"}, nil,
 		"maas.enabled: held only so that the controller may create each published service's Role <service>-model-user, " +
@@ -92,7 +92,8 @@ var chartRules = []chartRule{
 	{"odh-serving-controller", []string{"apiextensions.k8s.io/customresourcedefinitions"}, []string{"create"}, nil,
 		"--manage-crds: apply GIE's CRDs; create cannot be limited by name"},
 	{"odh-serving-controller", []string{"apiextensions.k8s.io/customresourcedefinitions"}, []string{"update", "patch"},
-		[]string{"inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io", "inferenceobjectives.inference.networking.x-k8s.io"},
+		[]string{"inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io", "inferenceobjectives.inference.networking.x-k8s.io",
+			"inferencemodelrewrites.inference.networking.x-k8s.io", "inferencepoolimports.inference.networking.x-k8s.io"},
 		"--manage-crds: update GIE's CRDs, no other"},
 	{"odh-serving-controller", []string{"apiextensions.k8s.io/customresourcedefinitions"}, []string{"update", "patch"},
 		[]string{"llminferenceservices.serving.kserve.io", "llminferenceserviceconfigs.serving.kserve.io"},
