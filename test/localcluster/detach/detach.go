@@ -19,6 +19,11 @@ import (
 // environment. The process is reaped in the background while the caller
 // lives; the returned channel receives its exit error if it ends before the
 // caller does.
+//
+// Start returns once the process runs argv, so that Alive and Stop, which
+// recognise it by its command line, find it at once. The kernel lets the
+// parent go on (os/exec's Start returns) before it has laid out the new
+// program's arguments: until then /proc/<pid>/cmdline is empty.
 func Start(argv, env []string, logPath string) (*os.Process, <-chan error, error) {
 	if len(argv) == 0 {
 		return nil, nil, errors.New("start detached process: empty command")
@@ -41,7 +46,38 @@ func Start(argv, env []string, logPath string) (*os.Process, <-chan error, error
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	if err := waitExec(cmd.Process.Pid, execTimeout); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
 	return cmd.Process, exited, nil
+}
+
+// execTimeout bounds how long Start waits for the kernel to finish
+// starting the program: microseconds on an idle machine.
+const execTimeout = 10 * time.Second
+
+// waitExec waits until pid's command line is readable, that is until the
+// kernel has finished the exec, or the process has ended, or there is no
+// /proc to ask.
+func waitExec(pid int, timeout time.Duration) error {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	deadline := time.Now().Add(timeout)
+	for {
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || len(cmdline) > 0 {
+			return nil // no /proc, gone, or running its program
+		}
+		if stat, err := os.ReadFile(filepath.Join(dir, "stat")); err != nil {
+			return nil
+		} else if state := procState(stat); state == 'Z' || state == 'X' {
+			return nil // ended: the exit goes to the channel
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d has not finished starting after %s", pid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Alive reports whether pid is a running process (not a zombie) whose
