@@ -145,6 +145,10 @@ func applyOne(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 		return res, fmt.Errorf("read CRD %s: %w", want.Name, err)
 	}
 	res.Live = bundleVersion(live)
+	if release := helmRelease(live); release != "" {
+		res.Action, res.Reason = ActionSkipped, fmt.Sprintf("installed by Helm release %s, which owns and upgrades it", release)
+		return res, nil
+	}
 	if want.Name == Alpha2PoolCRD && !opts.Alpha2 {
 		res.Action, res.Reason = ActionSkipped, "no service needs the v1alpha2 InferencePool any more; left as it is"
 		return res, nil
@@ -173,6 +177,19 @@ func applyOne(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 		res.Reason = fmt.Sprintf("upgraded from bundle version %s", orNone(res.Live))
 	}
 	return res, serverSideApply(ctx, c, want)
+}
+
+// helmRelease names the Helm release (namespace/name) a CRD belongs to, as
+// Helm marks what it installs; empty when Helm did not install it.
+func helmRelease(crd *apiextensionsv1.CustomResourceDefinition) string {
+	name, ns := crd.Annotations["meta.helm.sh/release-name"], crd.Annotations["meta.helm.sh/release-namespace"]
+	switch {
+	case name != "":
+		return ns + "/" + name
+	case crd.Labels["app.kubernetes.io/managed-by"] == "Helm":
+		return "(unnamed)"
+	}
+	return ""
 }
 
 func orNone(s string) string {

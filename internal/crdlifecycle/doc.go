@@ -6,8 +6,15 @@
 // InferenceObjective, InferenceModelRewrite and InferencePoolImport), are
 // embedded from api/crds. Apply server-side applies them under field manager odh-serving,
 // labelled app.kubernetes.io/managed-by: odh-serving, as ODH's ADR MS-0002
-// has model serving own them. Two rules keep it safe to run on every start:
+// has model serving own them. Three rules keep it safe to run on every
+// start:
 //
+//   - One owner: a live CRD that a Helm release installed (the
+//     odh-serving-crds chart, whose createGIECRDs is on by default) is left
+//     to that release, which upgrades it. The chart is the default owner;
+//     Apply only creates the CRDs no one installed and keeps up to date
+//     those it created, so each CRD has one field manager and helm upgrade
+//     never meets a field the controller took.
 //   - Bundle-version gate: a live CRD whose
 //     inference.networking.k8s.io/bundle-version (or llm-d.ai/bundle-version)
 //     is newer than ours is left alone, and the Report says so. Nothing is
