@@ -146,8 +146,32 @@ func (r *Reconciler) findScalers(ctx context.Context, p *pass) error {
 		for _, s := range found {
 			p.scalers = append(p.scalers, scaler{obj: s, target: childID{gvk: p.kinds[i].gvk, name: u.GetName()}})
 		}
-		if len(found) > 0 {
+		if len(found) == 0 {
+			continue
+		}
+		// A workload made for the first time starts at the spec's count,
+		// raised to the autoscalers' minimum, and is handed over at the
+		// next reconcile: an autoscaler installed with its service (Helm
+		// creates it first) would otherwise find one replica.
+		live := p.kinds[i].newObject()
+		exists, err := r.getOptional(ctx, types.NamespacedName{Namespace: p.svc.Namespace, Name: u.GetName()}, live)
+		if err != nil {
+			return err
+		}
+		if exists {
 			unstructured.RemoveNestedField(u.Object, "spec", "replicas")
+			continue
+		}
+		replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		for _, s := range found {
+			if hpa, ok := s.(*autoscalingv2.HorizontalPodAutoscaler); ok && hpa.Spec.MinReplicas != nil {
+				replicas = max(replicas, int64(*hpa.Spec.MinReplicas))
+			}
+		}
+		if replicas > 0 {
+			if err := unstructured.SetNestedField(u.Object, replicas, "spec", "replicas"); err != nil {
+				return fmt.Errorf("set the first replicas of %s %s: %w", p.kinds[i].gvk.Kind, u.GetName(), err)
+			}
 		}
 	}
 	return nil

@@ -368,3 +368,28 @@ func TestKEDAAppearsAfterStart(t *testing.T) {
 	e.waitExists(func() client.Object { return so.DeepCopy() }, "keda-kserve-keda")
 	e.waitCondition("keda", controller.ConditionAutoscalersReady, metav1.ConditionTrue, "")
 }
+
+// TestHPAInTheSameInstall: Helm installs a chart's HPA before the service
+// it scales (custom resources come last), so the controller sees the
+// autoscaler before it first makes the workload. The Deployment starts at
+// the service's replicas, not at the default of one, and the controller
+// then leaves the count to the HPA.
+func TestHPAInTheSameInstall(t *testing.T) {
+	e := startWithGateway(t)
+	e.createHPA("sim-hpa", appsv1.SchemeGroupVersion.String(), "Deployment", "sim-kserve")
+	e.create(strings.Replace(simulator, "spec:\n", "spec:\n  replicas: 2\n", 1))
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	testenv.Eventually(t, "the controller makes sim-kserve and leaves its replicas to the HPA", func() error {
+		if err := e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d); err != nil {
+			return err
+		}
+		if appliesReplicas(d) {
+			return fmt.Errorf("odh-serving still applies spec.replicas")
+		}
+		return nil
+	})
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("sim-kserve has %d replicas, want the service's 2 until the HPA scales it; %s", *d.Spec.Replicas, managers(d))
+	}
+}
