@@ -33,12 +33,16 @@ import (
 // Run starts the manager with the controller, the CRD lifecycle (with
 // ManageCRDs) and, unless DisableWebhooks, the webhooks, and blocks until
 // ctx is done. The controller and the CRD lifecycle run on the leader only:
-// a standby replica sends no write.
+// a standby replica sends no write. The start (everything before the
+// manager runs) ends with ctx, or after StartTimeout, with an error naming
+// the step it was waiting on.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	startCtx, cancel := startContext(ctx, opts.StartTimeout)
+	defer cancel()
 	scheme, err := NewScheme()
 	if err != nil {
 		return err
@@ -49,7 +53,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
 	opts.fresh = newFreshness(scheme)
-	mgr, err := NewManager(cfg, opts)
+	mgr, err := NewManager(startCtx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -65,7 +69,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 				Client: direct, Namespace: opts.SystemNamespace, ServiceName: opts.WebhookServiceName,
 				CertDir: opts.WebhookCertDir, CA: opts.ca,
 			}
-			if _, err := w.Ensure(ctx); err != nil {
+			err := startStep(startCtx, "ensure the webhook's serving certificate", func(ctx context.Context) error {
+				_, err := w.Ensure(ctx)
+				return err
+			})
+			if err != nil {
 				return err
 			}
 			if err := mgr.Add(w); err != nil {
@@ -82,18 +90,23 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return fmt.Errorf("add the MaaS API server's certificates: %w", err)
 		}
 	}
-	if err := Setup(mgr, opts); err != nil {
+	if err := Setup(startCtx, mgr, opts); err != nil {
 		return err
 	}
+	cancel()
 	return mgr.Start(ctx)
 }
 
 // NewManager returns a manager for the controller: its scheme, a cache that
 // keeps only odh-serving's secrets and cluster-scoped children (and only
 // the watched namespaces, with WatchNamespaces), leader election, metrics,
-// health probes and the webhook server.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+// health probes and the webhook server. What it reads from the API server
+// (with WatchNamespaces, whether Gateways are served) it reads within ctx
+// and StartTimeout.
+func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
 	opts = opts.withDefaults()
+	ctx, cancel := startContext(ctx, opts.StartTimeout)
+	defer cancel()
 	cfg = unthrottled(cfg)
 	scheme, err := NewScheme()
 	if err != nil {
@@ -132,7 +145,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 		// Gateways named in gateway.refs may be anywhere. The cache can be
 		// told so only for an API that is served at start.
-		if ok, err := crdServed(cfg, scheme, crdGateway); err != nil {
+		if ok, err := crdServed(ctx, cfg, scheme, crdGateway); err != nil {
 			return nil, err
 		} else if ok {
 			cacheOpts.ByObject[&gatewayv1.Gateway{}] = cache.ByObject{Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}
@@ -159,9 +172,14 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: []func(*tls.Config){webhookTLS},
 		})
 	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
+	// The cache maps the kinds it selects, which asks discovery.
+	var mgr manager.Manager
+	if err := startStep(ctx, "create the manager", func(context.Context) error {
+		var err error
+		mgr, err = ctrl.NewManager(cfg, mgrOpts)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -178,18 +196,22 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-func crdServed(cfg *rest.Config, scheme *runtime.Scheme, name string) (bool, error) {
+// crdServed reports whether the CRD name is established and serves the
+// version the controller needs.
+func crdServed(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, name string) (bool, error) {
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return false, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err = c.Get(context.Background(), types.NamespacedName{Name: name}, crd)
+	err = startStep(ctx, "get CustomResourceDefinition "+name+" from "+cfg.Host, func(ctx context.Context) error {
+		return c.Get(ctx, types.NamespacedName{Name: name}, crd)
+	})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("get CustomResourceDefinition %s: %w", name, err)
+		return false, err
 	}
 	return served(crd, optionalCRDs[name].Version), nil
 }

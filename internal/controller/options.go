@@ -87,6 +87,10 @@ type Options struct {
 	// reconciles every service; zero means controller-runtime's default.
 	SyncPeriod time.Duration
 
+	// StartTimeout bounds the start, before the manager runs (see Run).
+	// Default: DefaultStartTimeout.
+	StartTimeout time.Duration
+
 	// Now is the clock; nil means time.Now. Tests move it forward.
 	Now func() time.Time
 
@@ -146,6 +150,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

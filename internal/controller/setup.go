@@ -36,22 +36,32 @@ const ControllerName = "llminferenceservice"
 
 // Setup adds the service controller and the CRD watcher that enables
 // optional kinds to mgr. mgr should come from NewManager, whose cache
-// settings the controller relies on.
-func Setup(mgr manager.Manager, opts Options) error {
+// settings the controller relies on. What it reads from the API server (the
+// optional CRDs, the REST mappings of the indexed kinds) it reads within
+// ctx and StartTimeout.
+func Setup(ctx context.Context, mgr manager.Manager, opts Options) error {
+	_, err := setup(ctx, mgr, opts)
+	return err
+}
+
+// setup is Setup; it returns the service reconciler it added.
+func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
-		return err
+		return nil, err
 	}
+	ctx, cancel := startContext(ctx, opts.StartTimeout)
+	defer cancel()
 	images, err := presets.Images()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Overrides of shipped keys, and new keys for team presets
 	// ({{ .GlobalConfig.Images.vllmRocm }}).
 	maps.Copy(images, opts.Images)
 	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), fresh: opts.fresh, scheme: mgr.GetScheme(), opts: opts, images: images,
@@ -74,14 +84,18 @@ func Setup(mgr manager.Manager, opts Options) error {
 			r.authority = newAuthority(mgr, opts)
 		}
 	}
-	ctx := context.Background()
-	if err := r.indexServices(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("index LLMInferenceServices: %w", err)
+	// Adding an index maps its kind, which asks the API server.
+	if err := startStep(ctx, "index LLMInferenceServices", func(ctx context.Context) error {
+		return r.indexServices(ctx, mgr.GetFieldIndexer())
+	}); err != nil {
+		return nil, err
 	}
 	for _, k := range childKinds {
 		if k.crd == "" {
-			if err := indexChildren(ctx, mgr.GetFieldIndexer(), k); err != nil {
-				return fmt.Errorf("index %s children: %w", k.gvk.Kind, err)
+			if err := startStep(ctx, "index "+k.gvk.Kind+" children", func(ctx context.Context) error {
+				return indexChildren(ctx, mgr.GetFieldIndexer(), k)
+			}); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -100,8 +114,10 @@ func Setup(mgr manager.Manager, opts Options) error {
 	b = b.Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(forClusterScoped))
 	// The workloads' pods say why a workload is not Ready (pods.go).
 	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(forPod), builder.WithPredicates(podChanged))
-	if err := indexScalers(ctx, mgr.GetFieldIndexer(), &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
-		return fmt.Errorf("index HorizontalPodAutoscalers: %w", err)
+	if err := startStep(ctx, "index HorizontalPodAutoscalers", func(ctx context.Context) error {
+		return indexScalers(ctx, mgr.GetFieldIndexer(), &autoscalingv2.HorizontalPodAutoscaler{})
+	}); err != nil {
+		return nil, err
 	}
 	b = b.Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.forScaler))
 	if r.tiers != nil {
@@ -115,7 +131,7 @@ func Setup(mgr manager.Manager, opts Options) error {
 		})))
 	c, err := b.Build(r)
 	if err != nil {
-		return fmt.Errorf("build the %s controller: %w", ControllerName, err)
+		return nil, fmt.Errorf("build the %s controller: %w", ControllerName, err)
 	}
 	e := &enabler{r: r, mgr: mgr, controller: c}
 
@@ -123,12 +139,19 @@ func Setup(mgr manager.Manager, opts Options) error {
 	// when their CRDs appear.
 	for _, crd := range e.wanted() {
 		got := &apiextensionsv1.CustomResourceDefinition{}
-		err := mgr.GetAPIReader().Get(ctx, types.NamespacedName{Name: crd}, got)
+		err := startStep(ctx, "get CustomResourceDefinition "+crd, func(ctx context.Context) error {
+			return mgr.GetAPIReader().Get(ctx, types.NamespacedName{Name: crd}, got)
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("get CustomResourceDefinition %s: %w", crd, err)
+			return nil, err
 		}
 		if err == nil && served(got, optionalCRDs[crd].Version) {
-			if err := e.enable(ctx, crd, false); err != nil {
+			if err := startStep(ctx, "watch the kind of CustomResourceDefinition "+crd, func(ctx context.Context) error {
+				return e.enable(ctx, crd, false)
+			}); err != nil {
+				if context.Cause(ctx) != nil {
+					return nil, err // the start ended: nothing is left to the watcher
+				}
 				// A CRD made just before the start may not be in discovery
 				// yet: the CRD watcher enables the kind when it can.
 				mgr.GetLogger().Info("an optional kind is left to the CRD watcher", "crd", crd, "reason", err.Error())
@@ -137,7 +160,7 @@ func Setup(mgr manager.Manager, opts Options) error {
 			r.kinds.set(crd, true)
 		}
 	}
-	return e.setup()
+	return r, e.setup()
 }
 
 func newAuthority(mgr manager.Manager, opts Options) *certs.Authority {

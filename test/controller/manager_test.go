@@ -3,11 +3,13 @@ package controllertest
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -121,3 +123,50 @@ func get(url, token string) (int, string, error) {
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
 }
+
+// TestStartStallsOnACRDRead starts the controller against an API server
+// that answers everything but the read of one optional CRD, which it holds
+// until the request is cancelled, and then cancels the start (a SIGTERM):
+// Run returns with an error naming that CRD.
+func TestStartStallsOnACRDRead(t *testing.T) {
+	const crd = "inferencepools.inference.networking.k8s.io"
+	e := newEnv(t)
+	stalled := make(chan struct{}, 1)
+	cfg := e.rec.Config(cp.Config)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/customresourcedefinitions/"+crd) {
+				return next.RoundTrip(req)
+			}
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		})
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- controller.Run(ctx, cfg, e.opts) }()
+	select {
+	case <-stalled:
+	case err := <-done:
+		t.Fatalf("Run returned before reading CustomResourceDefinition %s: %v", crd, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		want := "get CustomResourceDefinition " + crd
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v; want an error naming %q, from the cancel", err, want)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of its context's end")
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -28,7 +28,7 @@ func TestWebhookServerTLS(t *testing.T) {
 	dir := t.TempDir()
 	roots := writeServingCert(t, dir, "127.0.0.1")
 	port := testenv.FreePort(t)
-	mgr, err := controller.NewManager(cp.Config, controller.Options{
+	mgr, err := controller.NewManager(t.Context(), cp.Config, controller.Options{
 		WebhookPort: port, WebhookCertDir: dir, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 	})
 	if err != nil {
