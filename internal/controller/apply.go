@@ -9,11 +9,14 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -243,9 +246,18 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 		if !controls(svc, live, k) {
 			return false, &notControlledError{kind: k.gvk.Kind, namespace: key.Namespace, name: key.Name}
 		}
+		id := verifiedID{gvk: k.gvk, key: key}
+		hash := u.GetAnnotations()[AnnotationAppliedHash]
+		if r.verified.holds(id, live, hash) {
+			return false, nil
+		}
 		diff, err := upToDate(u, live)
-		if err != nil || diff == "" {
+		if err != nil {
 			return false, err
+		}
+		if diff == "" {
+			r.verified.record(id, live, hash)
+			return false, nil
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("applying a child that differs", "kind", k.gvk.Kind, "name", key.Name, "field", diff)
 		if leavesReplicas(u, k) {
@@ -284,4 +296,55 @@ func (r *Reconciler) checkUncached(ctx context.Context, svc *v1alpha2.LLMInferen
 		return &notControlledError{kind: k.gvk.Kind, namespace: key.Namespace, name: key.Name}
 	}
 	return nil
+}
+
+// verifiedChildren remembers the children found up to date, as the live
+// object was then (UID and resourceVersion) and the applied hash it was
+// found to hold, so that the next pass that renders the same child (the
+// same hash) and finds the same live object skips the comparison, which
+// converts the live object to a map and walks it. Like the certificate
+// authority's memo of verified secrets. Safe for concurrent use.
+type verifiedChildren struct {
+	mu   sync.Mutex
+	seen map[verifiedID]verifiedChild
+}
+
+type verifiedID struct {
+	gvk schema.GroupVersionKind
+	key client.ObjectKey
+}
+
+type verifiedChild struct {
+	uid             types.UID
+	resourceVersion string
+	hash            string
+}
+
+// maxVerified bounds the memo (about 200 bytes an entry); past it, it
+// starts again empty.
+const maxVerified = 50000
+
+// holds reports whether live, as it is, was found to hold the child whose
+// applied hash is hash.
+func (v *verifiedChildren) holds(id verifiedID, live client.Object, hash string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	got, ok := v.seen[id]
+	return ok && hash != "" && got.hash == hash && got.uid == live.GetUID() && got.resourceVersion == live.GetResourceVersion()
+}
+
+func (v *verifiedChildren) record(id verifiedID, live client.Object, hash string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen == nil || len(v.seen) >= maxVerified {
+		v.seen = map[verifiedID]verifiedChild{}
+	}
+	v.seen[id] = verifiedChild{uid: live.GetUID(), resourceVersion: live.GetResourceVersion(), hash: hash}
+}
+
+// forget drops a child, once deleted.
+func (v *verifiedChildren) forget(id verifiedID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.seen, id)
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 
@@ -139,5 +140,35 @@ func TestClaimClusterScoped(t *testing.T) {
 	}
 	if reqs := forClusterScoped(t.Context(), u); len(reqs) != 1 || reqs[0].Namespace != "ns" || reqs[0].Name != "svc" {
 		t.Errorf("mapped to %v", reqs)
+	}
+}
+
+// TestVerifiedChildren: a child found up to date is not compared again
+// while neither the live object (UID, resourceVersion) nor the desired one
+// (its hash) changes; any change, or its deletion, brings the comparison
+// back.
+func TestVerifiedChildren(t *testing.T) {
+	var v verifiedChildren
+	id := verifiedID{gvk: gvkService, key: client.ObjectKey{Namespace: "ns", Name: "llm"}}
+	live := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm", UID: "u1", ResourceVersion: "7"}}
+	if v.holds(id, live, "h1") {
+		t.Fatal("an empty memo holds a child")
+	}
+	v.record(id, live, "h1")
+	if !v.holds(id, live, "h1") {
+		t.Error("a verified child is compared again though nothing changed")
+	}
+	for name, change := range map[string]func() (*corev1.Service, string){
+		"desired changed":       func() (*corev1.Service, string) { return live, "h2" },
+		"edited by hand":        func() (*corev1.Service, string) { l := live.DeepCopy(); l.ResourceVersion = "8"; return l, "h1" },
+		"deleted and recreated": func() (*corev1.Service, string) { l := live.DeepCopy(); l.UID = "u2"; return l, "h1" },
+	} {
+		if l, h := change(); v.holds(id, l, h) {
+			t.Errorf("%s: the memo still holds the child", name)
+		}
+	}
+	v.forget(id)
+	if v.holds(id, live, "h1") {
+		t.Error("a deleted child is still held")
 	}
 }

@@ -19,8 +19,11 @@ type presetCache struct {
 	systemNamespace string
 	builtin         []*preset.Preset
 
-	mu   sync.Mutex
-	byID map[string]cachedPreset // namespace/name
+	mu sync.Mutex
+	// byNamespace holds the presets of each namespace listed, by name: a
+	// listing replaces its namespace's, so a deleted config is forgotten
+	// at the next (forget drops it at once, from its watch event).
+	byNamespace map[string]map[string]cachedPreset
 }
 
 type cachedPreset struct {
@@ -37,25 +40,54 @@ func (c *presetCache) catalog(ctx context.Context, namespace string) (*preset.Ca
 	}
 	var user []*preset.Preset
 	for _, ns := range namespaces {
+		// The cache's own objects, not copies: preset copies what it keeps,
+		// and nothing here writes to them.
 		list := &v1alpha2.LLMInferenceServiceConfigList{}
-		if err := c.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := c.reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list LLMInferenceServiceConfigs in namespace %s: %w", ns, err)
 		}
-		for i := range list.Items {
-			user = append(user, c.preset(&list.Items[i]))
-		}
+		user = append(user, c.presets(ns, list.Items)...)
 	}
 	return preset.Overlay(c.systemNamespace, c.builtin, user)
 }
 
-func (c *presetCache) preset(cfg *v1alpha2.LLMInferenceServiceConfig) *preset.Preset {
-	id := cfg.Namespace + "/" + cfg.Name
+// presets returns the presets of the configs of namespace, compiling only
+// those new or changed since the last listing, and keeps exactly these.
+func (c *presetCache) presets(namespace string, configs []v1alpha2.LLMInferenceServiceConfig) []*preset.Preset {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if got, ok := c.byID[id]; ok && got.resourceVersion == cfg.ResourceVersion {
-		return got.preset
+	before := c.byNamespace[namespace]
+	now := make(map[string]cachedPreset, len(configs))
+	out := make([]*preset.Preset, 0, len(configs))
+	for i := range configs {
+		cfg := &configs[i]
+		got, ok := before[cfg.Name]
+		if !ok || got.resourceVersion != cfg.ResourceVersion {
+			got = cachedPreset{
+				resourceVersion: cfg.ResourceVersion,
+				preset:          &preset.Preset{Name: cfg.Name, Namespace: cfg.Namespace, Spec: cfg.Spec.DeepCopy()},
+			}
+		}
+		now[cfg.Name] = got
+		out = append(out, got.preset)
 	}
-	p := &preset.Preset{Name: cfg.Name, Namespace: cfg.Namespace, Spec: cfg.Spec.DeepCopy()}
-	c.byID[id] = cachedPreset{resourceVersion: cfg.ResourceVersion, preset: p}
-	return p
+	if c.byNamespace == nil {
+		c.byNamespace = map[string]map[string]cachedPreset{}
+	}
+	if len(now) == 0 {
+		delete(c.byNamespace, namespace)
+	} else {
+		c.byNamespace[namespace] = now
+	}
+	return out
+}
+
+// forget drops a deleted config's preset.
+func (c *presetCache) forget(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byNamespace[namespace], name)
+	if len(c.byNamespace[namespace]) == 0 {
+		delete(c.byNamespace, namespace)
+	}
 }

@@ -88,6 +88,7 @@ func (r *Reconciler) deleteChild(ctx context.Context, obj client.Object, k kind)
 	if u, ok := obj.(interface{ SetGroupVersionKind(schema.GroupVersionKind) }); ok {
 		u.SetGroupVersionKind(k.gvk)
 	}
+	r.verified.forget(verifiedID{gvk: k.gvk, key: client.ObjectKeyFromObject(obj)})
 	err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)

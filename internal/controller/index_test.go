@@ -73,7 +73,7 @@ func TestForConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.presets = &presetCache{reader: r.client, systemNamespace: sys, builtin: builtin, byID: map[string]cachedPreset{}}
+	r.presets = &presetCache{reader: r.client, systemNamespace: sys, builtin: builtin}
 
 	for name, tc := range map[string]struct {
 		ns, config string

@@ -46,6 +46,8 @@ type Reconciler struct {
 	// published remembers the CA bundle Secrets and ConfigMaps known to
 	// hold the bundle (publishCA), read from the API server.
 	published publishedCA
+	// verified remembers the children found up to date (applyChild).
+	verified verifiedChildren
 }
 
 // pass is one reconcile of one service.

@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,7 +66,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	}
 	r := &Reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), fresh: opts.fresh, scheme: mgr.GetScheme(), opts: opts, images: images,
-		presets:  &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin, byID: map[string]cachedPreset{}},
+		presets:  &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin},
 		kinds:    newAvailability(),
 		requeue:  make(chan event.GenericEvent, 1024),
 		recorder: mgr.GetEventRecorderFor(ControllerName),
@@ -104,7 +105,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		Named(ControllerName).
 		For(&v1alpha2.LLMInferenceService{}, builder.WithPredicates(serviceChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
-		Watches(&v1alpha2.LLMInferenceServiceConfig{}, handler.EnqueueRequestsFromMapFunc(r.forConfig)).
+		Watches(&v1alpha2.LLMInferenceServiceConfig{}, r.configHandler()).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}, &corev1.Secret{},
@@ -184,6 +185,21 @@ var serviceChanged = predicate.Funcs{
 			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
 			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 	},
+}
+
+// configHandler maps a preset to the services that use it (forConfig),
+// and forgets a deleted one's compiled form.
+func (r *Reconciler) configHandler() handler.EventHandler {
+	services := handler.EnqueueRequestsFromMapFunc(r.forConfig)
+	return handler.Funcs{
+		CreateFunc:  services.Create,
+		UpdateFunc:  services.Update,
+		GenericFunc: services.Generic,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.presets.forget(e.Object.GetNamespace(), e.Object.GetName())
+			services.Delete(ctx, e, q)
+		},
+	}
 }
 
 // childHandler maps a child to its service: by controller reference, or in

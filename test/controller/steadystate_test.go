@@ -8,24 +8,10 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-const prefillDecode = `
-metadata:
-  name: pd
-spec:
-  model:
-    name: Qwen/Qwen2.5-0.5B-Instruct
-  replicas: 1
-  prefill:
-    replicas: 2
-  baseRefs:
-  - name: kserve-config-llm-pd-cpu-simulator
-  router:
-    route: {}
-    gateway: {}
-    scheduler: {}
-`
+const prefillDecode = testenv.PrefillDecodeService
 
 // reconciles is how many reconciles the service controller has done in
 // this process.
