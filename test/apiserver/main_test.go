@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -276,6 +277,37 @@ func register(ctx context.Context, c client.Client, host string, port int, caBun
 	})
 	if err != nil {
 		return fmt.Errorf("APIService %s not Available (%s): %w", apiService.GetName(), last, err)
+	}
+	return waitDiscovered(ctx)
+}
+
+// waitDiscovered waits until the kube-apiserver's discovery lists the
+// group's resources. The APIService turns Available before the aggregated
+// discovery has fetched them; a client that builds its REST mapper in
+// between fails with "unable to retrieve the complete list of server APIs:
+// modelserving.opendatahub.io/v1alpha1: no matches".
+func waitDiscovered(ctx context.Context) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	gv := modelv1alpha1.GroupVersion.String()
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		_, lists, err := dc.ServerGroupsAndResources()
+		if last = err; err != nil {
+			return false, nil
+		}
+		for _, l := range lists {
+			if l.GroupVersion == gv && len(l.APIResources) > 0 {
+				return true, nil
+			}
+		}
+		last = fmt.Errorf("%s not listed", gv)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("discovery of %s: %w (last: %v)", gv, err, last)
 	}
 	return nil
 }
