@@ -106,6 +106,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	dropKServeStatus(&p.status)
 	requeue, err := r.sync(ctx, p)
 	if serr := r.writeStatus(ctx, p); serr != nil {
+		if err == nil && apierrors.IsConflict(serr) {
+			// Someone wrote the service after the read this pass began
+			// with (often this controller's previous status write, not yet
+			// in the cache): an expected race, not a failure. Look again
+			// with a fresh read; no error is logged.
+			ctrl.LoggerFrom(ctx).V(1).Info("status write conflicted; reconciling again", "error", serr.Error())
+			return ctrl.Result{Requeue: true}, nil
+		}
 		return ctrl.Result{}, errors.Join(err, serr)
 	}
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	gieconfig "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 )
 
 // TestAdaptRenderedProfiles adapts what the presets render for each
