@@ -107,7 +107,7 @@ func checkMaaS(t *testing.T, m *maasOutcome) {
 			t.Errorf("%s lists models %v, want %v", user, got, models)
 		}
 	}
-	if m.TokenTier != "premium" || m.TokenUser != "system:serviceaccount:maas-default-gateway-tier-premium:alice-522b276a" {
+	if m.TokenTier != "premium" || m.TokenUser != "system:serviceaccount:maas-default-gateway-tier-premium:alice-2bd806c97f0e00af" {
 		t.Errorf("alice's token: tier %q, authenticates as %q; want premium, her ServiceAccount in the premium tier's namespace", m.TokenTier, m.TokenUser)
 	}
 	for svc, allowed := range map[string]bool{"demo/qwen": true, "demo/llama-pd": true, "demo/deepseek": false} {
