@@ -69,8 +69,9 @@ func spdxID(kind, name, version string) string {
 	return "SPDXRef-" + kind + "-" + strings.Trim(spdxIDUnsafe.ReplaceAllString(name+"-"+version, "-"), "-")
 }
 
-func purl(kind, name, version string) spdxExternalRef {
-	return spdxExternalRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: "pkg:" + kind + "/" + name + "@" + url.PathEscape(version)}
+// golangPurl is the package URL of a Go module (or the standard library).
+func golangPurl(name, version string) spdxExternalRef {
+	return spdxExternalRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: "pkg:golang/" + name + "@" + url.PathEscape(version)}
 }
 
 // writeSBOM writes an SPDX 2.3 document for the image: the image (by index
@@ -147,12 +148,12 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 				DownloadLocation: o.Source, PrimaryPurpose: "APPLICATION",
 				LicenseDeclared: o.Licenses,
 				// Go module versions start with a v; the release may not.
-				ExternalRefs: []spdxExternalRef{purl("golang", mainPath, "v"+strings.TrimPrefix(o.Version, "v"))},
+				ExternalRefs: []spdxExternalRef{golangPurl(mainPath, "v"+strings.TrimPrefix(o.Version, "v"))},
 			},
 			{
 				Name: "stdlib", SPDXID: stdID, VersionInfo: goVersion,
 				DownloadLocation: "https://go.dev/dl/", LicenseDeclared: "BSD-3-Clause",
-				ExternalRefs: []spdxExternalRef{purl("golang", "stdlib", stdVersion)},
+				ExternalRefs: []spdxExternalRef{golangPurl("stdlib", stdVersion)},
 			},
 		},
 		Relationships: []spdxRelationship{
@@ -172,7 +173,7 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 			DownloadLocation: zip, PrimaryPurpose: "FILE",
 			Checksums:    []spdxChecksum{{Algorithm: "SHA256", ChecksumValue: ca.SHA256}},
 			SourceInfo:   CABundlePath + ": the roots without constraints of " + ca.Module + "@" + ca.Version + " (package bundle, Mozilla's NSS trust store), PEM-encoded in its order",
-			ExternalRefs: []spdxExternalRef{purl("golang", ca.Module, ca.Version)},
+			ExternalRefs: []spdxExternalRef{golangPurl(ca.Module, ca.Version)},
 		})
 		doc.Relationships = append(doc.Relationships, spdxRelationship{Element: imageID, Type: "CONTAINS", Related: id})
 	}
@@ -187,7 +188,7 @@ func sbom(o Options, res *Result) (*spdxDocument, error) {
 			Name: m.path, SPDXID: id, VersionInfo: m.version,
 			DownloadLocation: zip,
 			PrimaryPurpose:   "LIBRARY",
-			ExternalRefs:     []spdxExternalRef{purl("golang", m.path, m.version)},
+			ExternalRefs:     []spdxExternalRef{golangPurl(m.path, m.version)},
 		})
 		doc.Relationships = append(doc.Relationships, spdxRelationship{Element: mainID, Type: "DEPENDS_ON", Related: id})
 	}

@@ -307,7 +307,7 @@ func waitDiscovered(ctx context.Context) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("discovery of %s: %w (last: %v)", gv, err, last)
+		return fmt.Errorf("discovery of %s: %w (last: %w)", gv, err, last)
 	}
 	return nil
 }

@@ -266,7 +266,7 @@ func (c *Cluster) exitedEarly() error {
 		select {
 		case err := <-done:
 			done <- err
-			return fmt.Errorf("kwok cluster: %s exited: %v; the end of %s:\n%s", filepath.Base(c.procs[i].Path), err, c.procs[i].Path, tail(logOf(c.procs[i])))
+			return fmt.Errorf("kwok cluster: %s exited: %w; the end of %s:\n%s", filepath.Base(c.procs[i].Path), err, c.procs[i].Path, tail(logOf(c.procs[i])))
 		default:
 		}
 	}

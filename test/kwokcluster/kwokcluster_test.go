@@ -142,18 +142,20 @@ func TestIntegrationGPUPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Within(t, time.Minute, "the scheduler reports the fifth pod unschedulable", func() error {
-		for _, p := range pods(t, ns, "more") {
-			c := condition(&p, corev1.PodScheduled)
-			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
-				return fmt.Errorf("pod %s: PodScheduled %+v", p.Name, c)
-			}
-			const want = "0/6 nodes are available: 6 Insufficient nvidia.com/gpu."
-			if !strings.HasPrefix(c.Message, want) {
-				return fmt.Errorf("pod %s: message %q, want it to start with %q", p.Name, c.Message, want)
-			}
-			return nil
+		ps := pods(t, ns, "more")
+		if len(ps) == 0 {
+			return fmt.Errorf("no pod yet")
 		}
-		return fmt.Errorf("no pod yet")
+		p := ps[0]
+		c := condition(&p, corev1.PodScheduled)
+		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			return fmt.Errorf("pod %s: PodScheduled %+v", p.Name, c)
+		}
+		const want = "0/6 nodes are available: 6 Insufficient nvidia.com/gpu."
+		if !strings.HasPrefix(c.Message, want) {
+			return fmt.Errorf("pod %s: message %q, want it to start with %q", p.Name, c.Message, want)
+		}
+		return nil
 	})
 
 	if err := cp.Client.Delete(t.Context(), d); err != nil {
@@ -170,13 +172,15 @@ func TestIntegrationGPUPods(t *testing.T) {
 		return nil
 	})
 	testenv.Within(t, time.Minute, "the freed GPUs take the pending pod", func() error {
-		for _, p := range pods(t, ns, "more") {
-			if p.Status.Phase != corev1.PodRunning {
-				return fmt.Errorf("pod %s: %s", p.Name, p.Status.Phase)
-			}
-			return nil
+		ps := pods(t, ns, "more")
+		if len(ps) == 0 {
+			return fmt.Errorf("no pod")
 		}
-		return fmt.Errorf("no pod")
+		p := ps[0]
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %s: %s", p.Name, p.Status.Phase)
+		}
+		return nil
 	})
 }
 
@@ -195,25 +199,27 @@ func TestIntegrationFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.Within(t, time.Minute, tc.name+": the pod shows the fault", func() error {
-			for _, p := range pods(t, ns, tc.name) {
-				ready := condition(&p, corev1.PodReady)
-				if string(p.Status.Phase) != tc.phase || ready == nil || ready.Status != corev1.ConditionFalse ||
-					ready.Reason != "ContainersNotReady" || ready.Message != "containers with unready status: [main]" {
-					return fmt.Errorf("pod %s: phase %s, Ready %+v", p.Name, p.Status.Phase, ready)
-				}
-				if len(p.Status.ContainerStatuses) != 1 {
-					return fmt.Errorf("pod %s: container statuses %+v", p.Name, p.Status.ContainerStatuses)
-				}
-				cs := p.Status.ContainerStatuses[0]
-				switch {
-				case tc.waiting == "" && (cs.State.Running == nil || cs.Ready):
-					return fmt.Errorf("pod %s: container %+v, want running and not ready", p.Name, cs)
-				case tc.waiting != "" && (cs.State.Waiting == nil || cs.State.Waiting.Reason != tc.waiting || cs.State.Waiting.Message == ""):
-					return fmt.Errorf("pod %s: container state %+v, want waiting with %s", p.Name, cs.State, tc.waiting)
-				}
-				return nil
+			ps := pods(t, ns, tc.name)
+			if len(ps) == 0 {
+				return fmt.Errorf("no pod yet")
 			}
-			return fmt.Errorf("no pod yet")
+			p := ps[0]
+			ready := condition(&p, corev1.PodReady)
+			if string(p.Status.Phase) != tc.phase || ready == nil || ready.Status != corev1.ConditionFalse ||
+				ready.Reason != "ContainersNotReady" || ready.Message != "containers with unready status: [main]" {
+				return fmt.Errorf("pod %s: phase %s, Ready %+v", p.Name, p.Status.Phase, ready)
+			}
+			if len(p.Status.ContainerStatuses) != 1 {
+				return fmt.Errorf("pod %s: container statuses %+v", p.Name, p.Status.ContainerStatuses)
+			}
+			cs := p.Status.ContainerStatuses[0]
+			switch {
+			case tc.waiting == "" && (cs.State.Running == nil || cs.Ready):
+				return fmt.Errorf("pod %s: container %+v, want running and not ready", p.Name, cs)
+			case tc.waiting != "" && (cs.State.Waiting == nil || cs.State.Waiting.Reason != tc.waiting || cs.State.Waiting.Message == ""):
+				return fmt.Errorf("pod %s: container state %+v, want waiting with %s", p.Name, cs.State, tc.waiting)
+			}
+			return nil
 		})
 	}
 }
