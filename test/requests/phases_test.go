@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -45,11 +46,11 @@ import (
 func init() { testenv.InitLogger() }
 
 // eppBinary is GIE's endpoint picker next to kube-apiserver.
-func eppBinary(t *testing.T) string {
-	t.Helper()
+func eppBinary(tb testing.TB) string {
+	tb.Helper()
 	p := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "epp")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("no endpoint picker at %s: build it with `bash hack/setup-test-assets.sh epp`: %v", p, err)
+		tb.Fatalf("no endpoint picker at %s: build it with `bash hack/setup-test-assets.sh epp`: %v", p, err)
 	}
 	return p
 }
@@ -62,213 +63,21 @@ func TestPhases(t *testing.T) {
 	}
 }
 
+// phaseEnv is a rendered service served through the endpoint picker.
+type phaseEnv struct {
+	c     client.Client
+	ns    string
+	url   string   // the service through the gateway
+	pods  []string // the pods' completions, directly
+	send  func() (code int, pod string, err error)
+	gwLog *testenv.Buffer
+	log   *testenv.Buffer // the endpoint picker's
+}
+
 func runPhase(t *testing.T, phase convention.Phase) {
 	t.Helper()
-	epp := eppBinary(t)
-	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
-	c := cp.Client
-	ctx := t.Context()
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.NewNamespace(t, c, "team")
-
-	// Render a CPU-simulator service for the phase.
-	catalog, err := presets.Default(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := presets.Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &v1alpha2.LLMInferenceService{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"},
-		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
-		Spec: v1alpha2.LLMInferenceServiceSpec{
-			Model:    v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct")},
-			BaseRefs: []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
-			Router:   &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
-		},
-	}
-	res, err := engine.Render(ctx, svc, catalog, engine.Options{Images: images, Phase: phase})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The serving certificate the controller would make, for the pods and
-	// the endpoint picker.
-	now := time.Now()
-	ca, err := certs.NewCA("test", now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := certs.Issue(ca, []string{"qwen-epp-service." + ns + ".svc"}, now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var workload, scheduler *appsv1.Deployment
-	var route *gatewayv1.HTTPRoute
-	for i, o := range res.Objects {
-		switch res.Children[i].Role {
-		case engine.RoleMain:
-			workload = o.(*appsv1.Deployment)
-			continue
-		case engine.RoleScheduler:
-			scheduler = o.(*appsv1.Deployment)
-			continue
-		}
-		switch o := o.(type) {
-		case *appsv1.Deployment:
-			continue
-		case *gatewayv1.HTTPRoute:
-			route = o
-		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding, *corev1.Service:
-		default:
-			if !strings.Contains(o.GetObjectKind().GroupVersionKind().Kind, "InferencePool") {
-				continue
-			}
-		}
-		if err := c.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-	if workload == nil || scheduler == nil || route == nil {
-		t.Fatalf("phase %s: rendered no workload, endpoint picker or route", phase)
-	}
-	// The Secret the pods mount.
-	for _, v := range workload.Spec.Template.Spec.Volumes {
-		if v.Secret != nil {
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.Secret.SecretName}, Type: corev1.SecretTypeTLS,
-				Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM}}
-			if err := c.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	// The pods, Running and Ready at loopback IPs, as a kubelet would say.
-	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{})
-	testenv.Start(t, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
-	base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(100), rand.IntN(256))
-	for i := range 2 {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("qwen-kserve-%d", i), Labels: workload.Spec.Template.Labels},
-			Spec:       workload.Spec.Template.Spec,
-		}
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		ip := base + strconv.Itoa(10+i)
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// The endpoint picker: the rendered args, its listen ports and
-	// certificate folder changed, its configuration adapted, as the
-	// rendered ServiceAccount.
-	main := scheduler.Spec.Template.Spec.Containers[0]
-	certDir := t.TempDir()
-	for name, data := range map[string][]byte{"tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM} {
-		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	grpcPort, healthPort, metricsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
-	args := slices.Clone(main.Args)
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--grpc-port":
-			args[i+1] = strconv.Itoa(grpcPort)
-		case "--grpc-health-port":
-			args[i+1] = strconv.Itoa(healthPort)
-		case "--cert-path":
-			args[i+1] = certDir
-		case "--config-text":
-			adapted, err := endpointpicker.Adapt(args[i+1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !adapted.Runnable() {
-				t.Fatalf("the default profile is not runnable by GIE's endpoint picker: %q", adapted.Unrunnable)
-			}
-			args[i+1] = adapted.Config
-		}
-	}
-	args = append(args, "--metrics-port", strconv.Itoa(metricsPort))
-	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("a token of the rendered ServiceAccount %s: %v", scheduler.Spec.Template.Spec.ServiceAccountName, err)
-	}
-	kubeconfig := testenv.Kubeconfig(t, &rest.Config{Host: cp.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cp.Config.CAData}, BearerToken: token.Status.Token}, ns)
-	log := &testenv.Buffer{}
-	eppCtx, stopEPP := context.WithCancel(context.WithoutCancel(ctx))
-	cmd := exec.CommandContext(eppCtx, epp, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopEPP()
-		_ = cmd.Wait()
-		if t.Failed() || testing.Verbose() {
-			t.Logf("endpoint picker %s, log:\n%s", strings.Join(args, " "), log.String())
-		}
-	})
-
-	// The gateway: the rendered route on its Gateway, the endpoint picker
-	// Service mapped to the process.
-	gw := &gatewayv1.Gateway{}
-	ref := route.Spec.ParentRefs[0]
-	gw.Namespace, gw.Name = string(*ref.Namespace), string(ref.Name)
-	gw.Spec = gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
-		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(gatewayv1.NamespacesFromAll)}}}}}
-	testenv.EnsureNamespace(t, c, gw.Namespace)
-	if err := c.Create(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
-	gwLog := &testenv.Buffer{}
-	router := gateway.NewRouter(c, gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
-		return net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), true, nil
-	}})
-	t.Cleanup(router.Close)
-	srv := httptest.NewServer(router.Handler(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "http"))
-	t.Cleanup(srv.Close)
-
-	// Requests, once the endpoint picker is up and has the pool: one that
-	// it answered (no fallback of the gateway's) with a pod.
-	url := fmt.Sprintf("%s/%s/qwen/v1/completions", srv.URL, ns)
-	send := func() (int, string, error) {
-		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return resp.StatusCode, "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
-		}
-		return resp.StatusCode, resp.Header.Get("X-Model-Server-Pod"), nil
-	}
-	testenv.Eventually(t, "a request answered through the endpoint picker", func() error {
-		gwLog.Reset()
-		if _, _, err := send(); err != nil {
-			return fmt.Errorf("%w; the gateway says: %s", err, gwLog.String())
-		}
-		if l := gwLog.String(); l != "" {
-			return fmt.Errorf("the gateway did not go through the endpoint picker: %s", l)
-		}
-		return nil
-	})
+	e := startPhase(t, phase, 0)
+	c, ns, url, send, gwLog, log, ctx := e.c, e.ns, e.url, e.send, e.gwLog, e.log, t.Context()
 	gwLog.Reset()
 	served := map[string]int{}
 	for range 20 {
@@ -328,6 +137,237 @@ func runPhase(t *testing.T, phase convention.Phase) {
 	if m := regexp.MustCompile(`(?i)(^|[^0-9.:])403([^0-9]|$)|forbidden`).FindString(log.String()); m != "" {
 		t.Errorf("the endpoint picker's log shows a 403 (%q): the rendered RBAC is not enough", m)
 	}
+}
+
+// startPhase renders the service for the phase, applies it, starts the
+// pods' model servers (a completion takes responseTime; 0 is the
+// simulator's default), the endpoint picker and the gateway, and returns
+// once a request went through the endpoint picker.
+func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duration) *phaseEnv {
+	tb.Helper()
+	epp := eppBinary(tb)
+	cp := testenv.StartControlPlane(tb, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	c := cp.Client
+	ctx := tb.Context()
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ns := testenv.NewNamespace(tb, c, "team")
+
+	// Render a CPU-simulator service for the phase.
+	catalog, err := presets.Default(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc := &v1alpha2.LLMInferenceService{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"},
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
+		Spec: v1alpha2.LLMInferenceServiceSpec{
+			Model:    v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct")},
+			BaseRefs: []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
+			Router:   &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
+		},
+	}
+	res, err := engine.Render(ctx, svc, catalog, engine.Options{Images: images, Phase: phase})
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	// The serving certificate the controller would make, for the pods and
+	// the endpoint picker.
+	now := time.Now()
+	ca, err := certs.NewCA("test", now, time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	leaf, err := certs.Issue(ca, []string{"qwen-epp-service." + ns + ".svc"}, now, time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	var workload, scheduler *appsv1.Deployment
+	var route *gatewayv1.HTTPRoute
+	for i, o := range res.Objects {
+		switch res.Children[i].Role {
+		case engine.RoleMain:
+			workload = o.(*appsv1.Deployment)
+			continue
+		case engine.RoleScheduler:
+			scheduler = o.(*appsv1.Deployment)
+			continue
+		}
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			continue
+		case *gatewayv1.HTTPRoute:
+			route = o
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding, *corev1.Service:
+		default:
+			if !strings.Contains(o.GetObjectKind().GroupVersionKind().Kind, "InferencePool") {
+				continue
+			}
+		}
+		if err := c.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
+			tb.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	if workload == nil || scheduler == nil || route == nil {
+		tb.Fatalf("phase %s: rendered no workload, endpoint picker or route", phase)
+		return nil
+	}
+	// The Secret the pods mount.
+	for _, v := range workload.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.Secret.SecretName}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{corev1.TLSCertKey: leaf.CertPEM, corev1.TLSPrivateKeyKey: leaf.KeyPEM}}
+			if err := c.Create(ctx, s); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+
+	// The pods, Running and Ready at loopback IPs, as a kubelet would say.
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: responseTime})
+	testenv.Start(tb, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
+	base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(100), rand.IntN(256))
+	for i := range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("qwen-kserve-%d", i), Labels: workload.Spec.Template.Labels},
+			Spec:       workload.Spec.Template.Spec,
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			tb.Fatal(err)
+		}
+		ip := base + strconv.Itoa(10+i)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if err := c.Status().Update(ctx, pod); err != nil {
+			tb.Fatal(err)
+		}
+	}
+
+	// The endpoint picker: the rendered args, its listen ports and
+	// certificate folder changed, its configuration adapted, as the
+	// rendered ServiceAccount.
+	main := scheduler.Spec.Template.Spec.Containers[0]
+	certDir := tb.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	grpcPort, healthPort, metricsPort := testenv.FreePort(tb), testenv.FreePort(tb), testenv.FreePort(tb)
+	args := slices.Clone(main.Args)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--grpc-port":
+			args[i+1] = strconv.Itoa(grpcPort)
+		case "--grpc-health-port":
+			args[i+1] = strconv.Itoa(healthPort)
+		case "--cert-path":
+			args[i+1] = certDir
+		case "--config-text":
+			adapted, err := endpointpicker.Adapt(args[i+1])
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if !adapted.Runnable() {
+				tb.Fatalf("the default profile is not runnable by GIE's endpoint picker: %q", adapted.Unrunnable)
+			}
+			args[i+1] = adapted.Config
+		}
+	}
+	args = append(args, "--metrics-port", strconv.Itoa(metricsPort))
+	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		tb.Fatalf("a token of the rendered ServiceAccount %s: %v", scheduler.Spec.Template.Spec.ServiceAccountName, err)
+	}
+	kubeconfig := testenv.Kubeconfig(tb, &rest.Config{Host: cp.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cp.Config.CAData}, BearerToken: token.Status.Token}, ns)
+	log := &testenv.Buffer{}
+	eppCtx, stopEPP := context.WithCancel(context.WithoutCancel(ctx))
+	cmd := exec.CommandContext(eppCtx, epp, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stopEPP()
+		_ = cmd.Wait()
+		if tb.Failed() || testing.Verbose() {
+			tb.Logf("endpoint picker %s, log:\n%s", strings.Join(args, " "), log.String())
+		}
+	})
+
+	// The gateway: the rendered route on its Gateway, the endpoint picker
+	// Service mapped to the process.
+	gw := &gatewayv1.Gateway{}
+	ref := route.Spec.ParentRefs[0]
+	gw.Namespace, gw.Name = string(*ref.Namespace), string(ref.Name)
+	gw.Spec = gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(gatewayv1.NamespacesFromAll)}}}}}
+	testenv.EnsureNamespace(tb, c, gw.Namespace)
+	if err := c.Create(ctx, gw); err != nil {
+		tb.Fatal(err)
+	}
+	// The gateway reads its configuration through informers, as a gateway
+	// controller watches it, so that a request costs no API server reads.
+	informers, err := cache.New(cp.Config, cache.Options{Scheme: c.Scheme()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cacheCtx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
+	tb.Cleanup(stopCache)
+	go func() { _ = informers.Start(cacheCtx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		tb.Fatal("the gateway's informers did not sync")
+	}
+	gwLog := &testenv.Buffer{}
+	router := gateway.NewRouter(informers, gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), true, nil
+	}})
+	tb.Cleanup(router.Close)
+	srv := httptest.NewServer(router.Handler(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "http"))
+	tb.Cleanup(srv.Close)
+
+	// Requests, once the endpoint picker is up and has the pool: one that
+	// it answered (no fallback of the gateway's) with a pod.
+	url := fmt.Sprintf("%s/%s/qwen/v1/completions", srv.URL, ns)
+	send := func() (int, string, error) {
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+		}
+		return resp.StatusCode, resp.Header.Get("X-Model-Server-Pod"), nil
+	}
+	testenv.Eventually(tb, "a request answered through the endpoint picker", func() error {
+		gwLog.Reset()
+		if _, _, err := send(); err != nil {
+			return fmt.Errorf("%w; the gateway says: %s", err, gwLog.String())
+		}
+		if l := gwLog.String(); l != "" {
+			return fmt.Errorf("the gateway did not go through the endpoint picker: %s", l)
+		}
+		return nil
+	})
+	var pods []string
+	for i := range 2 {
+		pods = append(pods, fmt.Sprintf("https://%s%d:8000/v1/completions", base, 10+i))
+	}
+	return &phaseEnv{c: c, ns: ns, url: url, pods: pods, send: send, gwLog: gwLog, log: log}
 }
 
 func ptrTo[T any](v T) *T { return &v }
