@@ -1,6 +1,7 @@
 package kwokcluster_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -58,6 +59,32 @@ func pods(t *testing.T, ns, app string) []corev1.Pod {
 	return list.Items
 }
 
+// namespace is a new namespace for the test, deleted when the test ends;
+// the test then waits until its pods are gone, so that the next test, or
+// the next run with -count>1, finds the nodes' GPUs free.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := testenv.NewNamespace(t, cp.Client, "kwok")
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if err := cp.Client.Delete(ctx, obj); err != nil {
+			t.Fatalf("delete namespace %s: %v", ns, err)
+		}
+		testenv.Within(t, time.Minute, "namespace "+ns+" has no pods left", func() error {
+			list := &corev1.PodList{}
+			if err := cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			if len(list.Items) > 0 {
+				return fmt.Errorf("%d pods left, first %s", len(list.Items), list.Items[0].Name)
+			}
+			return nil
+		})
+	})
+	return ns
+}
+
 func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == t {
@@ -98,7 +125,7 @@ func TestIntegrationNodes(t *testing.T) {
 // the Deployment: the garbage collector removes its ReplicaSet and pods.
 func TestIntegrationGPUPods(t *testing.T) {
 	nodes.Need(t)
-	ns := testenv.NewNamespace(t, cp.Client, "kwok")
+	ns := namespace(t)
 	d := deployment(ns, "big", "example.invalid/model:1", 4, 8)
 	if err := cp.Client.Create(t.Context(), d); err != nil {
 		t.Fatal(err)
@@ -187,7 +214,7 @@ func TestIntegrationGPUPods(t *testing.T) {
 // TestIntegrationFaults checks the three fault images of stages/faults.yaml.
 func TestIntegrationFaults(t *testing.T) {
 	nodes.Need(t)
-	ns := testenv.NewNamespace(t, cp.Client, "kwok")
+	ns := namespace(t)
 	for _, tc := range []struct {
 		name, image, phase, waiting string
 	}{
