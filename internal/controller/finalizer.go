@@ -33,6 +33,7 @@ func (r *Reconciler) dropFinalizer(ctx context.Context, svc *v1alpha2.LLMInferen
 	if err := r.client.Patch(ctx, svc, patch, client.FieldOwner(convention.FieldManager)); err != nil {
 		return fmt.Errorf("remove finalizer %s from LLMInferenceService %s/%s: %w", Finalizer, svc.Namespace, svc.Name, err)
 	}
+	r.writes.wrote(svc)
 	return nil
 }
 

@@ -48,6 +48,9 @@ type Reconciler struct {
 	published publishedCA
 	// verified remembers the children found up to date (applyChild).
 	verified verifiedChildren
+	// writes remembers the controller's own last write to each service
+	// until the cache has seen it.
+	writes ownWrites
 }
 
 // pass is one reconcile of one service.
@@ -88,8 +91,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(r.opts.WatchNamespaces) > 0 && !slices.Contains(r.opts.WatchNamespaces, req.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	svc := &v1alpha2.LLMInferenceService{}
-	if err := r.readerFor(svc).Get(ctx, req.NamespacedName, svc); err != nil {
+	svc, err := r.getService(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			phases.forget(req.String())
 			return ctrl.Result{}, r.pruneOrphans(ctx, req.NamespacedName)
@@ -108,9 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if serr := r.writeStatus(ctx, p); serr != nil {
 		if err == nil && apierrors.IsConflict(serr) {
 			// Someone wrote the service after the read this pass began
-			// with (often this controller's previous status write, not yet
-			// in the cache): an expected race, not a failure. Look again
-			// with a fresh read; no error is logged.
+			// with: an expected race, not a failure. Look again with a
+			// read from the API server; no error is logged.
+			r.writes.expect(req.NamespacedName, "")
 			ctrl.LoggerFrom(ctx).V(1).Info("status write conflicted; reconciling again", "error", serr.Error())
 			return ctrl.Result{Requeue: true}, nil
 		}

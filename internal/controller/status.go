@@ -37,6 +37,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 			// the step then, once.
 			return fmt.Errorf("patch status of LLMInferenceService %s: %w", key, err)
 		}
+		r.writes.wrote(p.svc)
 	}
 	// Only what the status now says counts, so a step is counted once
 	// whatever fails or is retried.

@@ -113,15 +113,20 @@ func TestForeignObjectsUntouched(t *testing.T) {
 }
 
 // TestConflictRetried: status writes that fail with a conflict are retried
-// until they land.
+// until they land, and no reconcile fails for it: a conflict is an expected
+// race, not a "Reconciler error" in the log.
 func TestConflictRetried(t *testing.T) {
 	e := startWithGateway(t)
+	errorsBefore := reconcileErrors(t)
 	failed := e.rec.FailFirst(3, "PATCH", "/llminferenceservices/sim/status")
 	e.create(simulator)
 	e.waitReady("sim")
 	e.rec.SetConflict(nil)
 	if n := failed(); n != 3 {
 		t.Errorf("%d status writes failed, want 3", n)
+	}
+	if n := reconcileErrors(t) - errorsBefore; n != 0 {
+		t.Errorf("%v reconciles failed, want 0", n)
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/internal/cli"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -162,4 +166,82 @@ func TestKServeStatusFields(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// statusConflicts lists the status writes to services that the API server
+// answered 409 Conflict, from the recorder's nth write on.
+func (e *env) statusConflicts(n int) []string {
+	var out []string
+	for _, w := range e.rec.Writes(n) {
+		if w.Code == http.StatusConflict && strings.Contains(w.Path, "/llminferenceservices/") && strings.HasSuffix(w.Path, "/status") {
+			out = append(out, w.String())
+		}
+	}
+	return out
+}
+
+// reconcileErrors is how many reconciles of the service controller in this
+// process returned an error (each is a "Reconciler error" log line).
+func reconcileErrors(t *testing.T) float64 {
+	t.Helper()
+	return counterBy(t, "controller_runtime_reconcile_errors_total", "controller")[controller.ControllerName]
+}
+
+// TestStatusWritesDoNotConflict: services settling side by side, while
+// the other controllers' statuses come in, have their status written
+// without one optimistic-lock conflict, and no reconcile fails. The
+// controller's watch of the services lags, as on a loaded machine (300 runs
+// against the demo cluster logged 44 conflicts). Conflicts came from the
+// controller's own writes: a child's event reconciled a service right after
+// its status was written, from a cache that had not seen that write, and
+// the next status patch carried the old resourceVersion.
+func TestStatusWritesDoNotConflict(t *testing.T) {
+	const n = 12
+	e := newEnv(t, func(o *controller.Options) { o.MaxConcurrentReconciles = 4 })
+	e.wrap = lagWatch("/llminferenceservices", 300*time.Millisecond)
+	e.run()
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	errorsBefore := reconcileErrors(t)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("sim-%02d", i)
+		e.create(simService(names[i], managedRouter))
+	}
+	testenv.Eventually(t, "every service is Ready", func() error {
+		e.simulate()
+		return e.allReady()
+	})
+	if c := e.statusConflicts(0); len(c) > 0 {
+		t.Errorf("%d status writes of %d services were answered 409 Conflict, want none:\n%s", len(c), n, strings.Join(c, "\n"))
+	}
+	if got := reconcileErrors(t) - errorsBefore; got != 0 {
+		t.Errorf("%v reconciles failed, want 0", got)
+	}
+	// Each migration is as far as the route and pools take it.
+	e.waitSettled(names...)
+}
+
+// lagWatch delays the events of the watches of the collections whose path
+// ends in suffix by about lag: the stream is read at most once per lag.
+func lagWatch(suffix string, lag time.Duration) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, suffix) {
+				resp.Body = &slowBody{ReadCloser: resp.Body, lag: lag}
+			}
+			return resp, err
+		})
+	}
+}
+
+// slowBody waits lag before each read.
+type slowBody struct {
+	io.ReadCloser
+	lag time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	time.Sleep(b.lag)
+	return b.ReadCloser.Read(p)
 }
