@@ -239,8 +239,8 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 	live := k.newObject()
 	key := client.ObjectKeyFromObject(u)
 	// While the kind's cache is behind (freshness), the API server says
-	// what is live: a child written since is not applied again.
-	err := r.reader(k.gvk).Get(ctx, key, live)
+	// what is live (r.client): a child written since is not applied again.
+	err := r.client.Get(ctx, key, live)
 	switch {
 	case err == nil:
 		if !controls(svc, live, k) {

@@ -102,14 +102,14 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 		return nil
 	}
 	if _, child := kindOf(gvk); child {
-		if err := step("index children", func() error { return indexChildren(ctx, e.mgr.GetFieldIndexer(), k) }); err != nil {
+		if err := step("index children", func() error { return indexChildren(ctx, e.r.indexer, k) }); err != nil {
 			return fmt.Errorf("index %s children: %w", gvk.Kind, err)
 		}
 	}
 	var h handler.EventHandler
 	switch crd {
 	case crdHTTPRoute:
-		if err := step("index routes", func() error { return indexRoutes(ctx, e.mgr.GetFieldIndexer()) }); err != nil {
+		if err := step("index routes", func() error { return indexRoutes(ctx, e.r.indexer) }); err != nil {
 			return fmt.Errorf("index HTTPRoutes: %w", err)
 		}
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forRoute)
@@ -120,7 +120,7 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 	case crdPoolV1, crdPoolV1alpha2:
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forPool)
 	case crdScaledObject:
-		if err := step("index scale targets", func() error { return indexScalers(ctx, e.mgr.GetFieldIndexer(), k.newObject()) }); err != nil {
+		if err := step("index scale targets", func() error { return indexScalers(ctx, e.r.indexer, k.newObject()) }); err != nil {
 			return fmt.Errorf("index ScaledObjects: %w", err)
 		}
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forScaler)

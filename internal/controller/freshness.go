@@ -9,14 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // freshness tracks, by kind, the informers whose cache may be behind the
 // API server: from the moment their watch breaks until they have listed
 // again, or their new watch delivers an event. While a kind is stale, the
-// reconciler reads it from the API server (Reconciler.reader), so it does
+// reconciler reads it from the API server (freshReader), so it does
 // not send again the writes the cache has not seen yet.
 //
 // Why: when the API server restarts, every watch ends. The new server's
@@ -195,25 +194,4 @@ func (t *trackedWatch) run() {
 			t.state.set(true) // the server ended the watch early
 		}
 	}
-}
-
-// reader is where to read objects of gvk: the cache, or the API server
-// while the kind's cache may be behind it.
-func (r *Reconciler) reader(gvk schema.GroupVersionKind) client.Reader {
-	if r.fresh.Stale(gvk) {
-		return r.apiReader
-	}
-	return r.client
-}
-
-// readerFor is reader for obj's kind.
-func (r *Reconciler) readerFor(obj client.Object) client.Reader {
-	if !r.fresh.anyStale() {
-		return r.client
-	}
-	gvk, err := apiutil.GVKForObject(obj, r.scheme)
-	if err != nil {
-		return r.client
-	}
-	return r.reader(gvk)
 }

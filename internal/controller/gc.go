@@ -45,12 +45,9 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 }
 
 // pruneKind deletes the service's children of one kind that are not in keep.
-// While the kind's cache is behind, the children are listed from the API
-// server: a child deleted since is not deleted again.
+// While the kind's cache is behind, r.client lists the children from the
+// API server: a child deleted since is not deleted again.
 func (r *Reconciler) pruneKind(ctx context.Context, svc *v1alpha2.LLMInferenceService, k kind, keep map[childID]bool) error {
-	if r.fresh.Stale(k.gvk) {
-		return r.pruneFrom(ctx, r.apiReader, false, svc, k, keep)
-	}
 	return r.pruneFrom(ctx, r.client, true, svc, k, keep)
 }
 

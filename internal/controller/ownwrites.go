@@ -76,7 +76,7 @@ func (w *ownWrites) behind(key types.NamespacedName, rv string) bool {
 // (ownWrites).
 func (r *Reconciler) getService(ctx context.Context, key types.NamespacedName) (*v1alpha2.LLMInferenceService, error) {
 	svc := &v1alpha2.LLMInferenceService{}
-	if err := r.readerFor(svc).Get(ctx, key, svc); err != nil {
+	if err := r.client.Get(ctx, key, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(key)
 		}

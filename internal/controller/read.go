@@ -28,7 +28,7 @@ func (r *Reconciler) readChild(ctx context.Context, p *pass, name string, obj cl
 }
 
 func (r *Reconciler) getOptional(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
-	err := r.readerFor(obj).Get(ctx, key, obj)
+	err := r.client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -26,11 +26,15 @@ import (
 
 // Reconciler reconciles LLMInferenceServices.
 type Reconciler struct {
-	client    client.Client
+	// client reads through a freshReader: from the cache, or from the API
+	// server while the kind's cache is behind it.
+	client client.Client
+	// apiReader reads from the API server, within the read limit, what
+	// the cache does not hold.
 	apiReader client.Reader
-	// fresh says which kinds to read from apiReader rather than the cache:
-	// those whose cache is behind after a watch broke.
-	fresh     *freshness
+	// indexer adds the cache's field indexes, and tells client how to
+	// filter by them what the API server lists.
+	indexer   client.FieldIndexer
 	scheme    *runtime.Scheme
 	opts      Options
 	images    map[string]string

@@ -64,16 +64,23 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	if err != nil {
 		return nil, err
 	}
+	// Every read goes through one reader: the cache, or the API server,
+	// within one rate limit, while the kind's cache is behind (freshness).
+	indexes := &indexFuncs{}
+	apiReader := newLimitedReader(mgr.GetAPIReader())
+	read := &freshReader{cache: mgr.GetClient(), api: apiReader, fresh: opts.fresh, scheme: mgr.GetScheme(), indexes: indexes}
+	fc := freshClient{Client: mgr.GetClient(), read: read}
 	r := &Reconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), fresh: opts.fresh, scheme: mgr.GetScheme(), opts: opts, images: images,
-		presets:  &presetCache{reader: mgr.GetClient(), systemNamespace: opts.SystemNamespace, builtin: builtin},
+		client: fc, apiReader: apiReader, scheme: mgr.GetScheme(), opts: opts, images: images,
+		indexer:  recordingIndexer{indexer: mgr.GetFieldIndexer(), scheme: mgr.GetScheme(), into: indexes},
+		presets:  &presetCache{reader: fc, systemNamespace: opts.SystemNamespace, builtin: builtin},
 		kinds:    newAvailability(),
 		requeue:  make(chan event.GenericEvent, 1024),
 		recorder: mgr.GetEventRecorderFor(ControllerName),
 	}
 	if opts.MaaS {
 		r.tiers = &tierSource{
-			reader: mgr.GetClient(), prefix: opts.Tiers.NamespacePrefix,
+			reader: fc, prefix: opts.Tiers.NamespacePrefix,
 			key: types.NamespacedName{Namespace: opts.Tiers.ConfigMapNamespace, Name: opts.Tiers.ConfigMapName},
 		}
 	}
@@ -87,14 +94,14 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	}
 	// Adding an index maps its kind, which asks the API server.
 	if err := startStep(ctx, "index LLMInferenceServices", func(ctx context.Context) error {
-		return r.indexServices(ctx, mgr.GetFieldIndexer())
+		return r.indexServices(ctx, r.indexer)
 	}); err != nil {
 		return nil, err
 	}
 	for _, k := range childKinds {
 		if k.crd == "" {
 			if err := startStep(ctx, "index "+k.gvk.Kind+" children", func(ctx context.Context) error {
-				return indexChildren(ctx, mgr.GetFieldIndexer(), k)
+				return indexChildren(ctx, r.indexer, k)
 			}); err != nil {
 				return nil, err
 			}
@@ -116,7 +123,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	// The workloads' pods say why a workload is not Ready (pods.go).
 	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(forPod), builder.WithPredicates(podChanged))
 	if err := startStep(ctx, "index HorizontalPodAutoscalers", func(ctx context.Context) error {
-		return indexScalers(ctx, mgr.GetFieldIndexer(), &autoscalingv2.HorizontalPodAutoscaler{})
+		return indexScalers(ctx, r.indexer, &autoscalingv2.HorizontalPodAutoscaler{})
 	}); err != nil {
 		return nil, err
 	}
