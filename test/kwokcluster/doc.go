@@ -9,8 +9,9 @@
 //     run HorizontalPodAutoscalers, make ServiceAccounts and watch node
 //     health (Controllers lists them);
 //   - kwok (sigs.k8s.io/kwok), which plays the kubelet of every node: it
-//     keeps the nodes Ready and takes each scheduled pod to Running and
-//     Ready with a pod IP, or deletes it once it is marked for deletion;
+//     keeps the nodes Ready (renewing their Leases, NodeLeaseSeconds) and
+//     takes each scheduled pod to Running and Ready with a pod IP, or
+//     deletes it once it is marked for deletion;
 //
 // and registers simulated nodes (DefaultNodes: four with eight NVIDIA GPUs
 // each, two with CPUs only), all named kwok-… and labelled type=kwok. No

@@ -44,6 +44,14 @@ const (
 // PodCIDR is where kwok takes pod IPs from: loopback, see the package doc.
 const PodCIDR = "127.1.0.0/16"
 
+// NodeLeaseSeconds is the duration of the node Leases kwok holds and renews
+// (every quarter of it), as a kubelet does. kwok's node heartbeat stage
+// (node-heartbeat-with-lease) refreshes a node's status only every 10 to
+// 20 minutes, so without the Lease the node lifecycle controller would
+// mark every node NotReady after its grace period (50 s), and every pod on
+// it not Ready.
+const NodeLeaseSeconds = 40
+
 // Controllers are kube-controller-manager's controllers that run (their
 // names in Kubernetes v1.34). Left out: cluster signing and the
 // ServiceAccount token controller (no pod here mounts a token), volumes,
@@ -124,6 +132,9 @@ func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int) ([]Pr
 			bin("kwok"), "--kubeconfig", kubeconfig, "--config", stages,
 			"--manage-nodes-with-annotation-selector=" + ManagedAnnotation + "=" + managedValue,
 			"--cidr=" + PodCIDR,
+			// Standalone kwok renews no node Lease unless told (kwokctl
+			// passes 40); its heartbeat stage relies on the Lease.
+			"--node-lease-duration-seconds=" + strconv.Itoa(NodeLeaseSeconds),
 		}},
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +118,26 @@ func TestIntegrationNodes(t *testing.T) {
 	}
 	if gpuNodes != 4 || cpuNodes != 2 {
 		t.Errorf("%d GPU nodes and %d CPU nodes, want 4 and 2", gpuNodes, cpuNodes)
+	}
+}
+
+// TestIntegrationNodeLeases: kwok renews each node's Lease, as a kubelet
+// does (see NodeLeaseSeconds). Without it every node went NotReady about a
+// minute after the start, and every pod not Ready with it.
+func TestIntegrationNodeLeases(t *testing.T) {
+	nodes.Need(t)
+	since := time.Now()
+	for _, n := range kwokcluster.DefaultNodes() {
+		testenv.Within(t, time.Minute, "node "+n.Name+"'s Lease renewed", func() error {
+			l := &coordinationv1.Lease{}
+			if err := cp.Client.Get(t.Context(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: n.Name}, l); err != nil {
+				return err
+			}
+			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(since.Truncate(time.Microsecond)) {
+				return fmt.Errorf("lease last renewed %v, not since %v", l.Spec.RenewTime, since)
+			}
+			return nil
+		})
 	}
 }
 
