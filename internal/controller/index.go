@@ -66,14 +66,7 @@ func (r *Reconciler) indexServices(ctx context.Context, indexer client.FieldInde
 			return preset.WellKnown(&s.Spec, prefix)
 		},
 		indexRouteRefs: func(o client.Object) []string {
-			s := o.(*v1alpha2.LLMInferenceService)
-			var out []string
-			if rt := s.Spec.Router; rt != nil && rt.Route != nil && rt.Route.HTTP != nil {
-				for _, ref := range rt.Route.HTTP.Refs {
-					out = append(out, ref.Name)
-				}
-			}
-			return out
+			return routeRefs(&o.(*v1alpha2.LLMInferenceService).Spec)
 		},
 		indexGatewayRefs: func(o client.Object) []string {
 			s := o.(*v1alpha2.LLMInferenceService)

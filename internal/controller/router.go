@@ -150,11 +150,8 @@ func (r *Reconciler) routes(ctx context.Context, p *pass) ([]*gatewayv1.HTTPRout
 	var refs bool
 	if route := p.res.Named(engine.RoleRoute); route != "" {
 		names = []string{route}
-	} else if rt := p.plan.Shape.Router; rt != nil && rt.Route != nil && rt.Route.HTTP != nil {
-		for _, ref := range rt.Route.HTTP.Refs {
-			names = append(names, ref.Name)
-		}
-		refs = true
+	} else {
+		names, refs = routeRefs(p.plan.Shape), true
 	}
 	if len(names) == 0 {
 		return nil, nil, nil

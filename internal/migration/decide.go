@@ -49,6 +49,14 @@ const (
 	ReasonAwaitingRoute = "AwaitingRoute"
 	// ReasonAwaitingGateway: dual, and no gateway has shown it routes to v1.
 	ReasonAwaitingGateway = "AwaitingGateway"
+	// ReasonRouteOnV1Alpha2: a route of the user's (route.http.refs) still
+	// sends to the v1alpha2 pool; the message says which backendRef to
+	// change. Dual, or v1 without retiring the v1alpha2 pool.
+	ReasonRouteOnV1Alpha2 = "RouteOnV1Alpha2"
+	// ReasonNoV1Alpha2Backend: none of the user's routes sends to the
+	// service's pool in either group: nothing holds the v1alpha2 pool
+	// (phase v1).
+	ReasonNoV1Alpha2Backend = "NoV1Alpha2Backend"
 	// ReasonGatewayAcceptsV1: the gateways accepted the v1 pool and resolved
 	// the route (phase v1).
 	ReasonGatewayAcceptsV1 = "GatewayAcceptsV1"
@@ -73,6 +81,15 @@ type Input struct {
 	Service *v1alpha2.LLMInferenceService
 	// Route is the managed route as it is live now; nil when none exists yet.
 	Route *gatewayv1.HTTPRoute
+	// RouteRefs are the user's routes, those spec.router.route.http.refs
+	// names, in its order. With them the service has no managed route, and
+	// its move follows their backendRefs: the controller does not change
+	// them, the user does.
+	RouteRefs []RouteRef
+	// Pool is the name of the service's InferencePool, managed or
+	// referenced: which backendRefs of the user's routes are the service's.
+	// Empty matches every InferencePool backendRef.
+	Pool string
 	// PoolV1 is the live v1 pool or nil.
 	PoolV1 *gieapiv1.InferencePool
 	// PoolAlpha2 is the live v1alpha2 pool (inference.networking.x-k8s.io) or nil.
@@ -85,6 +102,14 @@ type Input struct {
 	Now time.Time
 	// Grace is how long the v1alpha2 pool stays after the move to v1.
 	Grace time.Duration
+}
+
+// RouteRef is one of the user's routes as read.
+type RouteRef struct {
+	// Name is the route's name, in the service's namespace.
+	Name string
+	// Route is the live route; nil when it does not exist.
+	Route *gatewayv1.HTTPRoute
 }
 
 // PoolGroups are the API groups the service's pool was found in: what the
@@ -161,6 +186,11 @@ func migrated(in Input, recorded convention.Phase, mark string) Decision {
 			Message: "the route moved to the v1 InferencePool for good, but the v1 API is not served; it does not roll back to v1alpha2"}
 	case !in.Alpha2Served:
 		return onlyV1API
+	}
+	if on := refsOnAlpha2(in); len(on) > 0 {
+		// The v1alpha2 pool stays while a route of the user's sends to it.
+		return Decision{Phase: convention.PhaseV1, Reason: ReasonRouteOnV1Alpha2,
+			Message: onAlpha2Message(on, in.Pool) + "; the v1alpha2 pool is kept until none does"}
 	}
 	if d, done := retire(in); done {
 		return d
@@ -246,34 +276,108 @@ func gatewayEvidence(in Input) evidence {
 		return evidence{moved: true, reason: ReasonAlpha2InvalidKind,
 			message: fmt.Sprintf("the service is marked %s: the gateway rejects v1alpha2 backends", AnnotationAlpha2Unsupported)}
 	}
+	if len(in.RouteRefs) > 0 {
+		return refsEvidence(in)
+	}
 	if in.Route == nil {
 		return evidence{reason: ReasonAwaitingRoute,
 			message: "the route does not exist yet; it starts with the v1alpha2 pool at weight 100 and the v1 pool at 0"}
 	}
-	hasV1, hasAlpha2 := poolBackends(in.Route)
+	return summarize(routeReports(in, in.Route))
+}
+
+// refsEvidence is gatewayEvidence for the user's routes. They move when
+// every one exists and none sends to the v1alpha2 pool; those that send to
+// the v1 pool need the same evidence from their gateways as the managed
+// route.
+func refsEvidence(in Input) evidence {
+	var missing []string
+	var reports []report
+	named := false
+	for i, ref := range in.RouteRefs {
+		if ref.Route == nil {
+			missing = append(missing, fmt.Sprintf("spec.router.route.http.refs[%d]: HTTPRoute %s/%s does not exist yet", i, namespaceOf(in), ref.Name))
+			continue
+		}
+		if v1, _ := poolBackends(ref.Route, in.Pool); v1 {
+			named = true
+			reports = append(reports, routeReports(in, ref.Route)...)
+		}
+	}
+	if len(missing) > 0 {
+		return evidence{reason: ReasonAwaitingRoute, message: strings.Join(missing, "; ")}
+	}
+	if on := refsOnAlpha2(in); len(on) > 0 {
+		return evidence{reason: ReasonRouteOnV1Alpha2, message: onAlpha2Message(on, in.Pool)}
+	}
+	if !named {
+		return evidence{moved: true, reason: ReasonNoV1Alpha2Backend,
+			message: fmt.Sprintf("no route in spec.router.route.http.refs sends to the v1alpha2 InferencePool %s", in.Pool)}
+	}
+	return summarize(reports)
+}
+
+// refsOnAlpha2 names each backendRef of the user's routes that sends to
+// the service's v1alpha2 pool: HTTPRoute namespace/name
+// rules[i].backendRefs[j].
+func refsOnAlpha2(in Input) []string {
+	var out []string
+	for _, ref := range in.RouteRefs {
+		rt := ref.Route
+		if rt == nil {
+			continue
+		}
+		for i, rule := range rt.Spec.Rules {
+			for j, b := range rule.BackendRefs {
+				if backendGroup(b, rt.Namespace, in.Pool) == build.GroupPoolV1alpha2 {
+					out = append(out, fmt.Sprintf("HTTPRoute %s/%s rules[%d].backendRefs[%d]", rt.Namespace, rt.Name, i, j))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// onAlpha2Message says what the user must change to move.
+func onAlpha2Message(on []string, pool string) string {
+	return fmt.Sprintf("%s sends to the v1alpha2 InferencePool %s (group %s); set its group to %s to move to the v1 pool",
+		strings.Join(on, ", "), pool, build.GroupPoolV1alpha2, build.GroupPoolV1)
+}
+
+func namespaceOf(in Input) string {
+	if in.Service == nil {
+		return ""
+	}
+	return in.Service.Namespace
+}
+
+// report is what one gateway says about one route.
+type report struct {
+	gateway string
+	ok      bool
+	kind    bool // the v1alpha2 backend was rejected with InvalidKind
+	why     string
+}
+
+// routeReports reads what each gateway reports on rt.
+func routeReports(in Input, rt *gatewayv1.HTTPRoute) []report {
+	hasV1, hasAlpha2 := poolBackends(rt, in.Pool)
 	v1Parents := v1PoolParents(in.PoolV1)
 	alpha2Parents := alpha2PoolParents(in.PoolAlpha2)
-
-	type report struct {
-		gateway string
-		ok      bool
-		kind    bool // the v1alpha2 backend was rejected with InvalidKind
-		why     string
-	}
 	var reports []report
-	for _, p := range in.Route.Status.Parents {
-		gw, isGateway := routeParentKey(p.ParentRef, in.Route.Namespace)
+	for _, p := range rt.Status.Parents {
+		gw, isGateway := routeParentKey(p.ParentRef, rt.Namespace)
 		if !isGateway {
 			continue
 		}
 		r := report{gateway: gw}
-		rr := freshCondition(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs), in.Route.Generation)
+		rr := freshCondition(p.Conditions, string(gatewayv1.RouteConditionResolvedRefs), rt.Generation)
 		v1Accepted := v1Parents[gw]
 		switch {
 		case rr == nil && v1Accepted:
-			r.why = fmt.Sprintf("gateway %s accepted the v1 InferencePool but has not reported ResolvedRefs for route generation %d", gw, in.Route.Generation)
+			r.why = fmt.Sprintf("gateway %s accepted the v1 InferencePool but has not reported ResolvedRefs for route generation %d", gw, rt.Generation)
 		case rr == nil:
-			r.why = fmt.Sprintf("gateway %s has not reported ResolvedRefs for route generation %d", gw, in.Route.Generation)
+			r.why = fmt.Sprintf("gateway %s has not reported ResolvedRefs for route generation %d", gw, rt.Generation)
 		case rr.Status == metav1.ConditionFalse && rr.Reason == string(gatewayv1.RouteReasonInvalidKind):
 			if alpha2Rejected(rr.Message, hasV1, hasAlpha2, v1Accepted, alpha2Parents[gw]) {
 				r.ok, r.kind = true, true
@@ -291,6 +395,12 @@ func gatewayEvidence(in Input) evidence {
 		}
 		reports = append(reports, r)
 	}
+	return reports
+}
+
+// summarize is the evidence of the gateways' reports: every one must show
+// it routes to v1.
+func summarize(reports []report) evidence {
 	if len(reports) == 0 {
 		return evidence{reason: ReasonAwaitingGateway, message: "no gateway has reported on the route yet"}
 	}
@@ -306,6 +416,7 @@ func gatewayEvidence(in Input) evidence {
 			gateways = append(gateways, r.gateway)
 		}
 	}
+	gateways, rejecting = slices.Compact(gateways), slices.Compact(rejecting)
 	if len(waiting) > 0 {
 		return evidence{reason: ReasonAwaitingGateway, message: strings.Join(slices.Compact(waiting), "; ")}
 	}
@@ -336,14 +447,12 @@ func alpha2Rejected(message string, hasV1, hasAlpha2, v1Accepted, alpha2Accepted
 	return strings.Contains(message, build.GroupPoolV1alpha2) && !strings.Contains(message, build.GroupPoolV1)
 }
 
-// poolBackends says which InferencePool groups the route sends to.
-func poolBackends(route *gatewayv1.HTTPRoute) (v1, alpha2 bool) {
+// poolBackends says in which groups the route sends to the pool named
+// pool ("": any InferencePool).
+func poolBackends(route *gatewayv1.HTTPRoute, pool string) (v1, alpha2 bool) {
 	for _, rule := range route.Spec.Rules {
 		for _, ref := range rule.BackendRefs {
-			if ref.Kind == nil || *ref.Kind != "InferencePool" || ref.Group == nil {
-				continue
-			}
-			switch string(*ref.Group) {
+			switch backendGroup(ref, route.Namespace, pool) {
 			case build.GroupPoolV1:
 				v1 = true
 			case build.GroupPoolV1alpha2:
@@ -352,6 +461,20 @@ func poolBackends(route *gatewayv1.HTTPRoute) (v1, alpha2 bool) {
 		}
 	}
 	return v1, alpha2
+}
+
+// backendGroup is the API group of ref when it names the InferencePool
+// pool ("": any) in the route's namespace, or "".
+func backendGroup(ref gatewayv1.HTTPBackendRef, routeNamespace, pool string) string {
+	switch {
+	case ref.Kind == nil || *ref.Kind != "InferencePool" || ref.Group == nil:
+		return ""
+	case pool != "" && string(ref.Name) != pool:
+		return ""
+	case ref.Namespace != nil && *ref.Namespace != "" && string(*ref.Namespace) != routeNamespace:
+		return ""
+	}
+	return string(*ref.Group)
 }
 
 // routeParentKey is namespace/name of a Gateway parent; other parents are

@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -390,5 +391,96 @@ func TestUnfinished(t *testing.T) {
 		if got := Unfinished(phase); got != want {
 			t.Errorf("Unfinished(%q) = %v, want %v", phase, got, want)
 		}
+	}
+}
+
+// userRoute is a route of the user's, my-route at generation 3, whose one
+// rule sends to backends (pool group or "" for a Service) and whose
+// parents report as given.
+func userRoute(groups []string, parents []gatewayv1.RouteParentStatus) *gatewayv1.HTTPRoute {
+	var refs []gatewayv1.HTTPBackendRef
+	for _, group := range groups {
+		g, k, name := gatewayv1.Group(group), gatewayv1.Kind("InferencePool"), gatewayv1.ObjectName("llm-inference-pool")
+		if group == "" {
+			k, name = "Service", "llm-kserve-workload-svc"
+		}
+		refs = append(refs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Group: &g, Kind: &k, Name: name}}})
+	}
+	return &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-route", Namespace: ns, Generation: 3},
+		Spec: gatewayv1.HTTPRouteSpec{Rules: []gatewayv1.HTTPRouteRule{
+			{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "other"}}}}},
+			{BackendRefs: refs},
+		}},
+		Status: gatewayv1.HTTPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: parents}},
+	}
+}
+
+// TestDecideUserRoutes: a service whose routes are the user's moves on
+// their backendRefs and their gateways' status, and says which backendRef
+// holds it back.
+func TestDecideUserRoutes(t *testing.T) {
+	ok := parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 3))
+	accepted := poolV1(metav1.ConditionTrue, "gw")
+	refs := func(routes ...*gatewayv1.HTTPRoute) []RouteRef {
+		var out []RouteRef
+		for i, rt := range routes {
+			name := fmt.Sprintf("route-%d", i)
+			if rt != nil {
+				name = rt.Name
+			}
+			out = append(out, RouteRef{Name: name, Route: rt})
+		}
+		return out
+	}
+	other := userRoute([]string{build.GroupPoolV1}, ok)
+	other.Name = "other-route"
+	cases := []struct {
+		name     string
+		recorded convention.Phase
+		since    time.Time
+		refs     []RouteRef
+		pool     string
+		want     convention.Phase
+		reason   string
+		message  string
+	}{
+		{name: "a route does not exist", refs: refs(nil), want: convention.PhaseDual, reason: ReasonAwaitingRoute,
+			message: "spec.router.route.http.refs[0]: HTTPRoute team-a/route-0 does not exist yet"},
+		{name: "a backendRef on the v1alpha2 pool", refs: refs(userRoute([]string{build.GroupPoolV1alpha2}, ok)), want: convention.PhaseDual, reason: ReasonRouteOnV1Alpha2,
+			message: "HTTPRoute team-a/my-route rules[1].backendRefs[0] sends to the v1alpha2 InferencePool llm-inference-pool (group inference.networking.x-k8s.io); set its group to inference.networking.k8s.io to move to the v1 pool"},
+		{name: "both groups: the v1alpha2 one is named", refs: refs(other, userRoute([]string{build.GroupPoolV1, build.GroupPoolV1alpha2}, ok)), want: convention.PhaseDual, reason: ReasonRouteOnV1Alpha2,
+			message: "HTTPRoute team-a/my-route rules[1].backendRefs[1] sends to"},
+		{name: "on v1, gateway resolved and accepted", refs: refs(userRoute([]string{build.GroupPoolV1}, ok)), want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1,
+			message: "gateway team-a/gw accepts the v1 InferencePool"},
+		{name: "two routes on v1 through one gateway", refs: refs(other, userRoute([]string{build.GroupPoolV1}, ok)), want: convention.PhaseV1, reason: ReasonGatewayAcceptsV1,
+			message: "gateway team-a/gw accepts the v1 InferencePool and resolves the route"},
+		{name: "on v1, ResolvedRefs of an older generation", refs: refs(userRoute([]string{build.GroupPoolV1}, parents(resolved("gw", metav1.ConditionTrue, "ResolvedRefs", "", 2)))),
+			want: convention.PhaseDual, reason: ReasonAwaitingGateway, message: "route generation 3"},
+		{name: "another pool's v1alpha2 backend", pool: "another-pool", refs: refs(userRoute([]string{build.GroupPoolV1alpha2}, ok)), want: convention.PhaseV1, reason: ReasonNoV1Alpha2Backend,
+			message: "no route in spec.router.route.http.refs sends to the v1alpha2 InferencePool another-pool"},
+		{name: "routes to a Service only", refs: refs(userRoute([]string{""}, ok)), want: convention.PhaseV1, reason: ReasonNoV1Alpha2Backend},
+		{name: "put back on v1alpha2 after the move", recorded: convention.PhaseV1, since: now.Add(-25 * time.Hour),
+			refs: refs(userRoute([]string{build.GroupPoolV1alpha2}, ok)), want: convention.PhaseV1, reason: ReasonRouteOnV1Alpha2,
+			message: "; the v1alpha2 pool is kept until none does"},
+		{name: "moved, grace period over", recorded: convention.PhaseV1, since: now.Add(-25 * time.Hour),
+			refs: refs(userRoute([]string{build.GroupPoolV1}, ok)), want: convention.PhaseRetired, reason: ReasonRetired},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := tc.pool
+			if pool == "" {
+				pool = "llm-inference-pool"
+			}
+			in := Input{Service: service(tc.recorded, tc.since), RouteRefs: tc.refs, Pool: pool, PoolV1: accepted, PoolAlpha2: poolAlpha2("gw"),
+				V1Served: true, Alpha2Served: true, Now: now, Grace: grace}
+			got := Decide(in)
+			if got.Phase != tc.want || got.Reason != tc.reason {
+				t.Errorf("got %s/%s (%s), want %s/%s", got.Phase, got.Reason, got.Message, tc.want, tc.reason)
+			}
+			if !strings.Contains(got.Message, tc.message) {
+				t.Errorf("message %q does not contain %q", got.Message, tc.message)
+			}
+		})
 	}
 }

@@ -33,6 +33,17 @@
 //     v1alpha2 group. Conditions older than their object's generation are
 //     ignored. A fresh service starts at dual and moves on the first
 //     evidence, so it never sits on v1alpha2 forever (kserve#5050).
+//   - A service whose routes are the user's (spec.router.route.http.refs)
+//     has no managed route, and the controller does not change the user's.
+//     It stays dual while one of them does not exist, or one of their
+//     backendRefs sends to the service's v1alpha2 pool: the message names
+//     each such backendRef (HTTPRoute ns/name rules[i].backendRefs[j]), for
+//     the user to change its group to inference.networking.k8s.io. Once
+//     none does, the routes that send to the v1 pool need the same evidence
+//     from their gateways as the managed route; routes that send to neither
+//     pool hold nothing back. After the move, a backendRef put back on the
+//     v1alpha2 pool keeps that pool past the grace period, until it is
+//     changed again.
 //   - v1 is one way. The recorded phase, or the migrated annotation on the
 //     service or the route (both spellings: KServe's
 //     serving.kserve.io/inference-pool-migrated and ODH's

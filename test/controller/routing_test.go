@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/internal/migration"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -412,4 +416,66 @@ func TestSchedulerConfigFromConfigMap(t *testing.T) {
 	e.must(e.c.Create(ctx, configMap(e.sys, "config-scheduler-shared", "SharedConfig")))
 	e.create(simService("shared", withConfig("config-scheduler-shared")))
 	configText("shared", `{"apiVersion":"inference.networking.x-k8s.io/v1alpha1","kind":"SharedConfig"}`)
+}
+
+// poolRoute creates a route of the user's, attached to the ingress
+// gateway, whose one rule sends to the InferencePool pool of group.
+func (e *env) poolRoute(name, pool, group string) {
+	e.t.Helper()
+	ns := gatewayv1.Namespace(e.sys)
+	e.must(e.c.Create(context.Background(), &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kserve-ingress-gateway", Namespace: &ns}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+				Group: ptr(gatewayv1.Group(group)), Kind: ptr(gatewayv1.Kind("InferencePool")), Name: gatewayv1.ObjectName(pool),
+			}}}}}},
+		},
+	}))
+}
+
+// TestUserRoutesMigrate: a service served through the user's route
+// (route.http.refs) stays dual while that route sends to the v1alpha2 pool,
+// and its status names the backendRef to change; once the user changes it
+// to the v1 pool and the gateway resolves it, the service moves to v1 and,
+// after the grace period, retires the v1alpha2 pool.
+func TestUserRoutesMigrate(t *testing.T) {
+	e := startWithGateway(t, func(o *controller.Options) { o.MigrationGracePeriod = 3 * time.Second })
+	e.poolRoute("my-route", "sim-inference-pool", "inference.networking.x-k8s.io")
+	e.create(simService("sim", `    scheduler: {}
+    route:
+      http:
+        refs:
+        - name: my-route
+`))
+	e.waitReady("sim")
+	svc := e.waitCondition("sim", migration.ConditionMigrated, metav1.ConditionFalse, migration.ReasonRouteOnV1Alpha2)
+	want := "HTTPRoute " + e.ns + "/my-route rules[0].backendRefs[0] sends to the v1alpha2 InferencePool sim-inference-pool"
+	if msg := cond(svc, migration.ConditionMigrated).Message; !strings.Contains(msg, want) {
+		t.Errorf("%s message %q does not say %q", migration.ConditionMigrated, msg, want)
+	}
+	if ip := svc.Status.InferencePool; ip == nil || ip.MigrationPhase != string(convention.PhaseDual) {
+		t.Errorf("status.inferencePool %+v, want phase dual", ip)
+	}
+	e.waitSettled("sim")
+	if !e.exists(poolAlpha2(), "sim-inference-pool") {
+		t.Error("the v1alpha2 pool the user's route sends to is gone")
+	}
+
+	// The user points the route at the v1 pool.
+	rt := e.route("my-route")
+	rt.Spec.Rules[0].BackendRefs[0].Group = ptr(gatewayv1.Group("inference.networking.k8s.io"))
+	e.must(e.c.Update(context.Background(), rt))
+	testenv.Eventually(t, "service sim is retired", func() error {
+		e.simulate()
+		if ip := e.service("sim").Status.InferencePool; ip == nil || ip.MigrationPhase != string(convention.PhaseRetired) {
+			return fmt.Errorf("status.inferencePool %+v", ip)
+		}
+		return nil
+	})
+	e.waitGone(poolAlpha2, "sim-inference-pool")
+	e.waitSettled("sim")
+	if c := cond(e.service("sim"), migration.ConditionMigrated); c.Status != metav1.ConditionTrue {
+		t.Errorf("%s %+v, want True", migration.ConditionMigrated, c)
+	}
 }

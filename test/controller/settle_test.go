@@ -50,7 +50,7 @@ func (e *env) waitSettled(names ...string) {
 
 // migrationSettled checks that svc's status holds the migration phase,
 // reason and message that internal/migration decides from the live route
-// and pools, read as the controller reads them: a reconcile now would
+// (the managed one or the user's) and pools, read as the controller reads them: a reconcile now would
 // write nothing about the migration.
 func (e *env) migrationSettled(svc *v1alpha2.LLMInferenceService) error {
 	ctx := context.Background()
@@ -71,11 +71,25 @@ func (e *env) migrationSettled(svc *v1alpha2.LLMInferenceService) error {
 	if in.Alpha2Served, err = e.crdEstablished(alpha2PoolCRD); err != nil {
 		return err
 	}
-	rt := &gatewayv1.HTTPRoute{}
-	if found, err := e.getOptional(plan.Names.Route, rt); err != nil {
-		return err
-	} else if found {
-		in.Route = rt
+	in.Pool = plan.Names.Pool
+	if http := plan.Shape.Router.Route; http != nil && http.HTTP != nil && len(http.HTTP.Refs) > 0 {
+		for _, ref := range http.HTTP.Refs {
+			rr := migration.RouteRef{Name: ref.Name}
+			rt := &gatewayv1.HTTPRoute{}
+			if found, err := e.getOptional(ref.Name, rt); err != nil {
+				return err
+			} else if found {
+				rr.Route = rt
+			}
+			in.RouteRefs = append(in.RouteRefs, rr)
+		}
+	} else {
+		rt := &gatewayv1.HTTPRoute{}
+		if found, err := e.getOptional(plan.Names.Route, rt); err != nil {
+			return err
+		} else if found {
+			in.Route = rt
+		}
 	}
 	if in.V1Served {
 		pool := &gieapiv1.InferencePool{}
