@@ -96,6 +96,14 @@ type Options struct {
 	// controller reads the cluster, render and post-render their input.
 	// Nil: no ConfigMap is known, and a service that names one fails.
 	ConfigMaps ConfigMapLookup
+	// Auth says the gateways check every request (docs/auth.md): a
+	// gateway-wide Kuadrant AuthPolicy, which the chart renders, lets a
+	// caller through only with a token whose identity may get the service
+	// the path names. A service annotated
+	// convention.AnnotationEnableAuth "false" then gets an AuthPolicy of
+	// its own on its route that lets anyone in. Off: no policy is
+	// rendered and the annotation is ignored.
+	Auth bool
 	// PoolRefGroups are the API groups the pool named by
 	// spec.router.scheduler.pool.ref exists in; the routes name it in
 	// those only (build.RefPool). The controller looks the pool up; empty
@@ -193,7 +201,7 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		IngressGateway:  build.GatewayRef{Name: opts.IngressGatewayName, Namespace: opts.IngressGatewayNamespace},
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
-		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups,
+		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups, Auth: opts.Auth,
 	}
 	children, err := build.Children(p.svc, p.Spec, bopts)
 	if err != nil {
@@ -358,6 +366,9 @@ var kindOrder = []struct {
 	{"Deployment", 2}, {"LeaderWorkerSet", 2},
 	{"InferencePool", 3}, {"HTTPRoute", 3},
 	{"DestinationRule", 3}, {"BackendTLSPolicy", 3}, {"PodMonitor", 3}, {"ServiceMonitor", 3},
+	// A route's anonymous AuthPolicy: applied with the route. Until it is
+	// in force the gateway's policy covers the route, which fails closed.
+	{"AuthPolicy", 3},
 	// The actuators come after the workloads they scale.
 	{build.KindHPA, 3}, {build.KindScaledObject, 3},
 }

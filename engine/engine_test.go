@@ -38,6 +38,8 @@ type caseOptions struct {
 	Monitoring         bool   `json:"monitoring"`
 	// KEDA "false" renders as for a cluster without KEDA's CRDs.
 	KEDA string `json:"keda"`
+	// Auth is --enable-auth.
+	Auth bool `json:"auth"`
 	// The Prometheus that ScaledObjects under wva.keda query.
 	PrometheusURL             string `json:"prometheusUrl"`
 	PrometheusAuthModes       string `json:"prometheusAuthModes"`
@@ -77,6 +79,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.IstioShadowService = opts.IstioShadowService
 	eopts.Monitoring = opts.Monitoring
 	eopts.WithoutKEDA = opts.KEDA == "false"
+	eopts.Auth = opts.Auth
 	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
 		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
 	var out bytes.Buffer

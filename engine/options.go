@@ -88,6 +88,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"a Gateway for in-cluster callers (the chart's is "+convention.InternalGatewayName+
 			"): managed routes on the ingress gateway attach to it too; empty: none")
 	fs.StringVar(&o.InternalGatewayNamespace, "internal-gateway-namespace", "", "its namespace; default: the system namespace")
+	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): a service annotated "+
+		convention.AnnotationEnableAuth+`="false" gets an anonymous AuthPolicy on its route`)
 	fs.StringToStringVar(&o.Images, "image", nil, "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml "+
 		"(vllm, routingSidecar, endpointPicker, inferenceSimulator, "+StorageInitializerImageKey+") or adds one for team presets")
 	fs.Var(newParsed(&o.ImageRegistry, "", func(s string) (string, error) { return s, CheckImageRegistry(s) }), "image-registry",

@@ -91,6 +91,9 @@ const (
 	// RoleMonitor is a PodMonitor or ServiceMonitor, or the metrics
 	// reader's token Secret.
 	RoleMonitor Role = "monitor"
+	// RoleAuth is the anonymous AuthPolicy on the route of a service
+	// opened with convention.AnnotationEnableAuth "false" while auth is on.
+	RoleAuth Role = "auth"
 	// RoleAutoscaler is the main workload's actuator (an HPA or a KEDA
 	// ScaledObject); RolePrefillAutoscaler the prefill workload's.
 	RoleAutoscaler        Role = "autoscaler"
@@ -199,6 +202,8 @@ func roleOf(n build.Names, o build.Object) Role {
 		return RoleCertificate
 	case "DestinationRule", "BackendTLSPolicy":
 		return RoleGatewayTLS
+	case "AuthPolicy":
+		return RoleAuth
 	case "PodMonitor", "ServiceMonitor", "Secret":
 		return RoleMonitor
 	case build.KindHPA, build.KindScaledObject:

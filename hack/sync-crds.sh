@@ -11,8 +11,26 @@ moddir() { go list -m -f '{{.Dir}}' "$1"; }
 GIE=$(moddir sigs.k8s.io/gateway-api-inference-extension)
 GWAPI=$(moddir sigs.k8s.io/gateway-api)
 LWS=$(moddir sigs.k8s.io/lws)
+# Kuadrant's policy CRDs: the module proxy does not serve kuadrant-operator,
+# so they are kept from the tree (or taken from a checkout of its
+# config/crd/bases in $KUADRANT_CRDS) and checked against their recorded
+# checksums; thirdparty/kuadrant/README.md says where they come from.
+KUADRANT_KEEP=$(mktemp -d)
+trap 'rm -rf "$KUADRANT_KEEP"' EXIT
+cp -a "$OUT/kuadrant/." "$KUADRANT_KEEP/"
+if [ -n "${KUADRANT_CRDS:-}" ]; then
+  for f in kuadrant.io_authpolicies.yaml kuadrant.io_ratelimitpolicies.yaml kuadrant.io_tokenratelimitpolicies.yaml; do
+    cp "$KUADRANT_CRDS/$f" "$KUADRANT_KEEP/$f"
+  done
+  (cd "$KUADRANT_KEEP" && sha256sum kuadrant.io_*.yaml > SHA256SUMS)
+fi
+(cd "$KUADRANT_KEEP" && sha256sum --quiet -c SHA256SUMS) || {
+  echo "api/crds/thirdparty/kuadrant: the CRDs do not match SHA256SUMS; copy them unmodified from kuadrant-operator (README.md there)" >&2
+  exit 1
+}
 rm -rf "$OUT"
-mkdir -p "$OUT/gie" "$OUT/gateway-api" "$OUT/lws"
+mkdir -p "$OUT/gie" "$OUT/gateway-api" "$OUT/lws" "$OUT/kuadrant"
+cp -a "$KUADRANT_KEEP/." "$OUT/kuadrant/"
 # Every CRD the GIE release ships: both InferencePools, InferenceObjective,
 # InferenceModelRewrite (both read by the endpoint picker) and
 # InferencePoolImport. odh-serving installs and owns them all.

@@ -33,6 +33,10 @@ const (
 	// spec.scaling are checked against. KEDA installs it; odh-serving does
 	// not.
 	KEDA = "thirdparty/keda"
+	// Kuadrant holds Kuadrant's AuthPolicy, RateLimitPolicy and
+	// TokenRateLimitPolicy CRDs, which the gateway policies are checked
+	// against. Kuadrant installs them; odh-serving does not.
+	Kuadrant = "thirdparty/kuadrant"
 )
 
 // Load decodes every CRD in the named sets, in a stable order.

@@ -54,6 +54,10 @@ type Options struct {
 	WithoutKEDA bool
 	// Prometheus is what a ScaledObject under wva.keda queries.
 	Prometheus Prometheus
+	// Auth says the gateways check every request: a service annotated
+	// convention.AnnotationEnableAuth "false" gets an anonymous AuthPolicy
+	// on its managed route.
+	Auth bool
 	// PoolRefGroups are the API groups (GroupPoolV1, GroupPoolV1alpha2)
 	// the pool named by spec.router.scheduler.pool.ref exists in, as the
 	// controller found it. Empty: not known (offline), or found in none;
@@ -118,6 +122,7 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	if err := b.route(); err != nil {
 		return nil, err
 	}
+	b.anonymousAuth()
 	b.gatewayTLS()
 	b.monitors()
 	if err := b.autoscale(); err != nil {
@@ -204,6 +209,7 @@ type names struct {
 	eppTLS, shadowTLS                                           string
 	engineMonitor, eppMonitor, metricsReader, metricsReaderAuth string
 	hpa, prefillHPA, scaledObject, prefillScaledObject          string
+	routeAuth                                                   string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -226,6 +232,7 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.workloadService, "-kserve-workload-svc")
 	child(&n.pool, "-inference-pool")
 	child(&n.route, "-kserve-route")
+	child(&n.routeAuth, convention.RouteAuthPolicySuffix)
 	child(&n.tlsSecret, "-kserve-self-signed-certs")
 	safe(&n.deployment, "-kserve")
 	safe(&n.prefillDeployment, "-kserve-prefill")

@@ -43,6 +43,27 @@ const (
 	// the controller, which patches them as MigrationFieldManager. GitOps
 	// tools ignore exactly those fields (docs/gitops.md).
 	AnnotationWeightsManagedBy = "odh-serving.opendatahub.io/weights-managed-by"
+	// AnnotationEnableAuth "false" opens one service to anonymous callers
+	// while auth is on (ODH's annotation; any other value, or none, keeps
+	// it protected). See docs/auth.md.
+	AnnotationEnableAuth = "security.opendatahub.io/enable-auth"
+)
+
+// Kuadrant, which enforces auth at the gateways (docs/auth.md).
+const (
+	// KuadrantGroup is the API group of Kuadrant's policies.
+	KuadrantGroup = "kuadrant.io"
+	// AuthPolicyCRD serves AuthPolicy, kuadrant.io/v1.
+	AuthPolicyCRD = "authpolicies.kuadrant.io"
+	// KuadrantPolicyController is the controllerName of the route parent
+	// status Kuadrant writes on the routes its policies reach.
+	KuadrantPolicyController = "kuadrant.io/policy-controller"
+	// ConditionAuthPolicyAffected is True in that status when an
+	// AuthPolicy (the gateway's or the route's own) enforces on the route.
+	ConditionAuthPolicyAffected = "kuadrant.io/AuthPolicyAffected"
+	// RouteAuthPolicySuffix names a service's anonymous AuthPolicy:
+	// <service>-kserve-route-authn, as ODH names it.
+	RouteAuthPolicySuffix = "-kserve-route-authn"
 )
 
 // Gateways, in the system namespace unless told otherwise.

@@ -60,6 +60,11 @@ func (e *enabler) wanted() []string {
 		if (crd == crdGatewayClass || crd == crdDestinationRule || crd == crdBackendTLSPolicy) && e.r.opts.StaticMode {
 			continue
 		}
+		// AuthPolicies matter only with auth on, and in static mode Helm
+		// renders them.
+		if crd == crdAuthPolicy && (!e.r.opts.Auth || e.r.opts.StaticMode) {
+			continue
+		}
 		out = append(out, crd)
 	}
 	slices.Sort(out)

@@ -16,6 +16,8 @@ import (
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // kind is a kind the controller applies, deletes or reads.
@@ -70,6 +72,8 @@ const (
 	// The Prometheus Operator's monitors.
 	crdPodMonitor     = "podmonitors.monitoring.coreos.com"
 	crdServiceMonitor = "servicemonitors.monitoring.coreos.com"
+	// Kuadrant's AuthPolicy: with auth on, no route is served without it.
+	crdAuthPolicy = convention.AuthPolicyCRD
 )
 
 var (
@@ -91,6 +95,7 @@ var (
 	gvkBackendTLSPolicy   = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
 	gvkPodMonitor         = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
 	gvkServiceMonitor     = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
+	gvkAuthPolicy         = schema.GroupVersionKind{Group: convention.KuadrantGroup, Version: "v1", Kind: "AuthPolicy"}
 )
 
 // childKinds are every kind the engine renders. The label inventory that
@@ -118,6 +123,8 @@ var childKinds = []kind{
 	{gvk: gvkBackendTLSPolicy, crd: crdBackendTLSPolicy},
 	{gvk: gvkPodMonitor, crd: crdPodMonitor},
 	{gvk: gvkServiceMonitor, crd: crdServiceMonitor},
+	// A service's anonymous AuthPolicy (auth on, enable-auth "false").
+	{gvk: gvkAuthPolicy, crd: crdAuthPolicy},
 }
 
 func kindOf(gvk schema.GroupVersionKind) (kind, bool) {
@@ -180,6 +187,8 @@ var optionalCRDs = map[string]schema.GroupVersionKind{
 	crdBackendTLSPolicy: gvkBackendTLSPolicy,
 	crdPodMonitor:       gvkPodMonitor,
 	crdServiceMonitor:   gvkServiceMonitor,
+
+	crdAuthPolicy: gvkAuthPolicy,
 }
 
 // served reports whether crd is established and serves version.

@@ -79,8 +79,10 @@ func run(m *testing.M) (code int, err error) {
 		return 1, err
 	}
 	// The serving and GIE CRDs come from the odh-serving-crds chart: Helm
-	// does not adopt objects it did not create.
-	cp, err = controlplane.StartWith(controlplane.Options{CRDs: []string{crds.GatewayAPI, crds.LWS, crds.CertManager}})
+	// does not adopt objects it did not create. Kuadrant's are there for
+	// the gateways' AuthPolicies (auth.enabled), as Kuadrant would install
+	// them.
+	cp, err = controlplane.StartWith(controlplane.Options{CRDs: []string{crds.GatewayAPI, crds.LWS, crds.CertManager, crds.Kuadrant}})
 	if err != nil {
 		return 1, err
 	}

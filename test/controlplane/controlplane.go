@@ -54,6 +54,11 @@ var AllCRDs = []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.LWS, crds.C
 // which Start leaves out: the controller renders more for a cluster that
 // has them (Istio's DestinationRules, the Prometheus Operator's monitors),
 // and a test installs them when it wants that (testenv.InstallCRDs).
+//
+// Kuadrant's policy CRDs (crds.Kuadrant) are not among them: with auth off
+// the controller renders nothing for them, and at half a megabyte the
+// AuthPolicy CRD would slow every test that installs these; the tests of
+// auth install them themselves.
 var PlatformCRDs = []string{crds.Istio, crds.PrometheusOperator}
 
 // Options change what StartWith sets up.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
@@ -17,9 +18,10 @@ import (
 // golden case, every preset's expected output and the rendered examples to
 // the real API server as a server-side dry run, so the real
 // CRD schemas (GIE, Gateway API, LWS, Istio's DestinationRule, the
-// Prometheus Operator's monitors) and the built-in types judge them.
+// Prometheus Operator's monitors, Kuadrant's AuthPolicy) and the built-in
+// types judge them.
 func TestIntegrationGoldenOutputsApply(t *testing.T) {
-	testenv.InstallCRDs(t, cp.Client, controlplane.PlatformCRDs...)
+	testenv.InstallCRDs(t, cp.Client, append(controlplane.PlatformCRDs, crds.Kuadrant)...)
 	files := golden.Glob(t, "../../engine/testdata/*/expected.yaml")
 	presetOutputs := golden.Glob(t, "../../presets/*/expected.yaml")
 	files = append(append(files, presetOutputs...), "../../internal/cli/testdata/examples.yaml")
@@ -62,7 +64,7 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 	if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {
 		t.Error("a v1 InferencePool with an empty selector and no endpoint picker port must be rejected")
 	}
-	// And so do Istio's and the Prometheus Operator's schemas.
+	// And so do Istio's, the Prometheus Operator's and Kuadrant's schemas.
 	for _, bad := range []*unstructured.Unstructured{
 		{Object: map[string]any{
 			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
@@ -73,6 +75,15 @@ func TestIntegrationGoldenOutputsApply(t *testing.T) {
 			"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
 			"metadata": map[string]any{"name": "bad-scheme", "namespace": "dry-run-check"},
 			"spec":     map[string]any{"selector": map[string]any{}, "podMetricsEndpoints": []any{map[string]any{"scheme": "ftp"}}},
+		}},
+		// An AuthPolicy may target only routes and gateways (a CEL rule).
+		{Object: map[string]any{
+			"apiVersion": "kuadrant.io/v1", "kind": "AuthPolicy",
+			"metadata": map[string]any{"name": "bad-target", "namespace": "dry-run-check"},
+			"spec": map[string]any{
+				"targetRef": map[string]any{"group": "gateway.networking.k8s.io", "kind": "Service", "name": "x"},
+				"rules":     map[string]any{"authentication": map[string]any{"public": map[string]any{"anonymous": map[string]any{}}}},
+			},
 		}},
 	} {
 		if err := cp.Client.Patch(t.Context(), bad, client.Apply, client.DryRunAll, client.FieldOwner("odh-serving-test")); err == nil {

@@ -82,7 +82,7 @@ var boundClusterRoles = map[string]string{
 // knownNamespaced are resources of APIs the control plane does not serve.
 var knownNamespaced = []string{
 	"llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites",
-	"keda.sh/scaledobjects",
+	"keda.sh/scaledobjects", "kuadrant.io/authpolicies",
 }
 
 // TestRBACChildren checks the RBAC the engine renders for every golden

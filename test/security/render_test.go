@@ -79,6 +79,7 @@ var optionFlags = map[string]string{
 	"gatewayTLS":         "--gateway-tls",
 	"istioShadowService": "--istio-shadow-service",
 	"monitoring":         "--monitoring",
+	"auth":               "--enable-auth",
 	// tiers is not a flag: render reads the tier list from the ConfigMap
 	// tier-to-group-mapping in its input (see tiersInput).
 	"tierNamespacePrefix": "--tier-namespace-prefix",
