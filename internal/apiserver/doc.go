@@ -88,6 +88,35 @@
 //     of its UID, and made again; its earlier tokens stop authenticating (the
 //     API server's token cache may accept them for up to 10 s more).
 //
+// # REST endpoints for the MaaS gateway
+//
+// For OpenAI clients and upstream maas-api's clients, the server answers
+// three REST calls, which the MaaS gateway routes to it (the chart's
+// HTTPRoute odh-serving-maas-api). Each is a thin forward to a resource's
+// own logic, as the caller; nothing is implemented twice:
+//
+//   - GET /v1/models: the models list of every namespace, in OpenAI's list
+//     format {"object": "list", "data": [{id, object: "model", created,
+//     owned_by, ready, url}]}: id is spec.modelName, owned_by the
+//     namespace, created the service's creation time.
+//   - POST /v1/tokens: a tokenrequest. The body is upstream's
+//     {"expiration": "4h"} (a Go duration, or a number of seconds; absent,
+//     4 h); the answer 201 {"token", "expiration", "expiresAt"}.
+//   - DELETE /v1/tokens: a tokenrevocation; the answer 204.
+//
+// Errors are upstream's {"error": message}, with the resource's status
+// code (a bad body or expiration is 400).
+//
+// Identity there is the bearer token's alone: it is checked with a
+// TokenReview for --token-audience (a minted token, as an OpenAI client
+// sends it), then for the cluster API server's own audience (the user's
+// own token, to mint one). Request headers (X-Remote-User, even on the
+// front proxy's certificate), client certificates and the impersonation
+// headers (dropped) do not count, and there is no anonymous user: no
+// token is 401. Authorization is the RBAC of the resource each call
+// forwards to: list models (cluster-wide), create tokenrequests, create
+// tokenrevocations.
+//
 // # Flags
 //
 // Besides k8s.io/apiserver's serving and delegation flags (--secure-port,

@@ -3,10 +3,12 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -53,14 +55,19 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	server, err := newGenericServer(o, scheme, codecs)
+	bearer, err := newBearerAuthenticator(kube, o)
+	if err != nil {
+		return err
+	}
+	server, err := newGenericServer(o, scheme, codecs, bearer)
 	if err != nil {
 		return err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(modelv1alpha1.GroupName, scheme, metav1.ParameterCodec, codecs)
 	minter := newMinter(kube, tiers, o)
+	modelList := &modelStorage{cache: models, tiers: tiers}
 	group.VersionedResourcesStorageMap[modelv1alpha1.GroupVersion.Version] = map[string]rest.Storage{
-		"models":           &modelStorage{cache: models, tiers: tiers},
+		"models":           modelList,
 		"tierreviews":      newQuery(tiers.review),
 		"tokenrequests":    newQuery(minter.request),
 		"tokenrevocations": newQuery(minter.revoke),
@@ -68,6 +75,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return fmt.Errorf("install %s: %w", modelv1alpha1.GroupVersion, err)
 	}
+	endpoints := &openAI{models: modelList, minter: minter}
+	server.Handler.NonGoRestfulMux.Handle(PathModels, endpoints)
+	server.Handler.NonGoRestfulMux.Handle(PathTokens, endpoints)
 	if err := server.AddReadyzChecks(tiers.syncedCheck(), models.syncedCheck()); err != nil {
 		return fmt.Errorf("readiness checks: %w", err)
 	}
@@ -91,8 +101,10 @@ func clusterConfig(kubeconfig string) (*restclient.Config, error) {
 
 // newGenericServer configures k8s.io/apiserver's generic server: secure
 // serving, delegated authentication and authorization, OpenAPI. There is
-// no etcd, no admission and no priority and fairness.
-func newGenericServer(o *Options, scheme *runtime.Scheme, codecs serializer.CodecFactory) (*genericapiserver.GenericAPIServer, error) {
+// no etcd, no admission and no priority and fairness. The REST endpoints
+// (PathModels, PathTokens) are authenticated by bearer alone and
+// authorized as the API requests they stand for (openai.go).
+func newGenericServer(o *Options, scheme *runtime.Scheme, codecs serializer.CodecFactory, bearer authenticator.Request) (*genericapiserver.GenericAPIServer, error) {
 	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, nil); err != nil {
 		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
@@ -112,7 +124,15 @@ func newGenericServer(o *Options, scheme *runtime.Scheme, codecs serializer.Code
 	if err := o.Authorization.ApplyTo(&c.Authorization); err != nil {
 		return nil, fmt.Errorf("delegated authorization: %w", err)
 	}
-	server, err := c.Complete(nil).New(serverName, genericapiserver.NewEmptyDelegate())
+	c.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return dropImpersonation(genericapiserver.DefaultBuildHandlerChain(h, c))
+	}
+	completed := c.Complete(nil)
+	// After Complete, which adds the loopback client's token to both: the
+	// REST endpoints take no loopback identity either.
+	c.Authentication.Authenticator = openAIAuthenticator{generic: c.Authentication.Authenticator, bearer: bearer}
+	c.Authorization.Authorizer = openAIAuthorizer{c.Authorization.Authorizer}
+	server, err := completed.New(serverName, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("generic API server: %w", err)
 	}

@@ -21,6 +21,14 @@ import (
 // the status code and body.
 func direct(tb testing.TB, path string, cert *tls.Certificate, headers map[string]string) (int, []byte) {
 	tb.Helper()
+	return send(tb, http.MethodGet, path, http.NoBody, cert, headers)
+}
+
+// send sends method path with body straight to the api-server's port
+// with headers, presenting cert when not nil, and returns the status code
+// and body.
+func send(tb testing.TB, method, path string, body io.Reader, cert *tls.Certificate, headers map[string]string) (int, []byte) {
+	tb.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(server.servingCA)
 	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
@@ -28,7 +36,7 @@ func direct(tb testing.TB, path string, cert *tls.Certificate, headers map[strin
 		tlsConfig.Certificates = []tls.Certificate{*cert}
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
-	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, "https://"+server.address+path, http.NoBody)
+	req, err := http.NewRequestWithContext(tb.Context(), method, "https://"+server.address+path, body)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,11 +48,11 @@ func direct(tb testing.TB, path string, cert *tls.Certificate, headers map[strin
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, out
 }
 
 // TestForgedIdentityHeaders: X-Remote-User and X-Remote-Group count only
