@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // gvkAPIService is the aggregation layer's registration of an extension
@@ -28,8 +31,11 @@ var gvkAPIService = schema.GroupVersionKind{Group: "apiregistration.k8s.io", Ver
 // APIService's spec.caBundle when it differs (the cluster's API server
 // then trusts the extension server it proxies to), and keeps the secret
 // Secret valid for <ServiceName>.<namespace>.svc[.cluster.local]. The
-// server mounts the secret and reloads it when it changes. A missing
-// APIService is skipped; the secret is kept all the same.
+// server mounts the secret and reloads it when it changes. It also keeps
+// the bundle in the ConfigMap convention.CABundleName of that namespace,
+// for the gateways that reach the server (the MaaS gateway's
+// BackendTLSPolicy). A missing APIService is skipped; the secret and the
+// ConfigMap are kept all the same.
 type APIServiceCerts struct {
 	// Client reads and writes the secret and the APIService, from the API
 	// server (not a cache).
@@ -65,13 +71,33 @@ func (a *APIServiceCerts) Ensure(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	published, err := a.publish(ctx, st.bundle)
+	if err != nil {
+		return Result{}, err
+	}
 	base := a.ServiceName + "." + a.Secret.Namespace + ".svc"
 	res, _, err := a.CA.ensureLeaf(ctx, a.Client, a.Client, st, a.Secret, []string{base, base + ".cluster.local"}, nil, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("API service certificates: %w", err)
 	}
-	res.Changed = res.Changed || injected
+	res.Changed = res.Changed || injected || published
 	return res, nil
+}
+
+// publish keeps the CA bundle in the ConfigMap convention.CABundleName of
+// the Service's namespace, which the MaaS gateway's BackendTLSPolicy to
+// the server names (PublishBundle: written only when missing or another
+// CA's, and never one that is not ours).
+func (a *APIServiceCerts) publish(ctx context.Context, bundle []byte) (bool, error) {
+	cm := &corev1.ConfigMap{}
+	key := types.NamespacedName{Namespace: a.Secret.Namespace, Name: convention.CABundleName}
+	if err := a.Client.Get(ctx, key, cm); err == nil && cm.Data[convention.CABundleKey] == string(bundle) {
+		return false, nil
+	}
+	if err := PublishBundle(ctx, a.Client, a.Client, &corev1.ConfigMap{}, a.Secret.Namespace, bundle); err != nil {
+		return false, fmt.Errorf("API service certificates: %w", err)
+	}
+	return true, nil
 }
 
 func (a *APIServiceCerts) inject(ctx context.Context, bundle []byte) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
@@ -24,9 +25,10 @@ func apiService(name string) *unstructured.Unstructured {
 }
 
 // TestAPIServiceCerts: the first Ensure makes the CA, the API server's
-// secret for its Service's names and injects the CA bundle into the
-// APIService; the second writes nothing. Without the APIService the secret
-// is kept all the same.
+// secret for its Service's names, the CA bundle ConfigMap in its
+// namespace (for the MaaS gateway's BackendTLSPolicy) and injects the CA
+// bundle into the APIService; the second writes nothing. Without the
+// APIService the secret and the ConfigMap are kept all the same.
 func TestAPIServiceCerts(t *testing.T) {
 	const name = "v1alpha1.modelserving.opendatahub.io"
 	secret := types.NamespacedName{Namespace: systemNS, Name: "odh-serving-api-server-cert"}
@@ -47,7 +49,7 @@ func TestAPIServiceCerts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int64(2) // the CA and the server's secret
+		want := int64(3) // the CA, the server's secret and the bundle ConfigMap
 		if withAPIService {
 			want++
 		}
@@ -56,6 +58,13 @@ func TestAPIServiceCerts(t *testing.T) {
 		}
 		s := getSecret(t, c, secret)
 		leafOf(t, s, names, t0)
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(t.Context(), types.NamespacedName{Namespace: systemNS, Name: "odh-serving-ca-bundle"}, cm); err != nil {
+			t.Fatalf("the CA bundle ConfigMap: %v", err)
+		}
+		if cm.Data["ca.crt"] != string(s.Data["ca.crt"]) {
+			t.Errorf("the CA bundle ConfigMap holds %q, want the secret's ca.crt", cm.Data["ca.crt"])
+		}
 		if withAPIService {
 			got := apiService(name)
 			if err := c.Get(t.Context(), types.NamespacedName{Name: name}, got); err != nil {
