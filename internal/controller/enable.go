@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,6 +149,36 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 	return nil
 }
 
+// disable stops the watch of crd's kind, whose CRD is gone or no longer
+// serves the version: its informer would list and watch a resource the API
+// server does not serve, and fail, with back-off, for as long as the
+// controller runs. The steps of enable are forgotten (the new informer
+// needs its indexes again), so the kind is enabled afresh if the CRD comes
+// back. The kind is unusable by then: no service reads it, so nothing
+// starts the informer again meanwhile.
+func (e *enabler) disable(ctx context.Context, crd string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	started := false
+	for step := range e.done {
+		if step == crd || strings.HasPrefix(step, crd+" ") {
+			started = true
+			delete(e.done, step)
+		}
+	}
+	if !started {
+		return
+	}
+	k := kind{gvk: optionalCRDs[crd], crd: crd}
+	if err := e.mgr.GetCache().RemoveInformer(ctx, k.newObject()); err != nil {
+		// Only a kind the scheme does not know fails, and optional kinds
+		// are all known.
+		ctrl.LoggerFrom(ctx).Error(err, "stop watching an optional kind", "crd", crd)
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("stopped watching an optional kind", "crd", crd, "kind", k.gvk.String())
+}
+
 // setup adds the CRD watcher. It reads CRDs from a cache of its own that
 // keeps no schemas: the CRDs of a large cluster are big, and the manager's
 // cache must keep whole objects for anyone who reads and writes them.
@@ -196,7 +227,11 @@ func (e *enabler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			return reconcile.Result{}, err
 		}
 	}
-	if e.r.kinds.set(req.Name, usable) {
+	changed := e.r.kinds.set(req.Name, usable)
+	if !usable {
+		e.disable(ctx, req.Name)
+	}
+	if changed {
 		ctrl.LoggerFrom(ctx).Info("an optional API changed; reconciling every service", "crd", req.Name, "usable", usable)
 		return reconcile.Result{}, e.r.requeueAll(ctx)
 	}

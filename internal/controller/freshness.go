@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -83,7 +84,27 @@ func (f *freshness) newInformer(lw toolscache.ListerWatcher, obj runtime.Object,
 		return newInformer(lw, obj, resync, indexers)
 	}
 	state := &informerState{f: f, gvk: gvk}
-	return toolscache.NewSharedIndexInformer(redial{lw: toolscache.ToListerWatcherWithContext(lw), state: state}, obj, resync, indexers)
+	inf := toolscache.NewSharedIndexInformer(redial{lw: toolscache.ToListerWatcherWithContext(lw), state: state}, obj, resync, indexers)
+	return stoppingInformer{SharedIndexInformer: inf, state: state}
+}
+
+// stoppingInformer is an informer whose freshness no longer counts once
+// it stopped: the cache removed it (enabler.disable, when its CRD went)
+// and nothing reads it. A stale one would otherwise send every read of
+// its kind to the API server for good, even through a new informer.
+type stoppingInformer struct {
+	toolscache.SharedIndexInformer
+	state *informerState
+}
+
+func (i stoppingInformer) Run(stop <-chan struct{}) {
+	defer i.state.set(false)
+	i.SharedIndexInformer.Run(stop)
+}
+
+func (i stoppingInformer) RunWithContext(ctx context.Context) {
+	defer i.state.set(false)
+	i.SharedIndexInformer.RunWithContext(ctx)
 }
 
 func (f *freshness) add(gvk schema.GroupVersionKind, n int) {

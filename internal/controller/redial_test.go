@@ -183,3 +183,29 @@ func TestFreshnessResumedWatch(t *testing.T) {
 		t.Fatal("a nil freshness says stale")
 	}
 }
+
+// TestFreshnessOfAStoppedInformer: an informer that failed to list (its
+// CRD went) makes its kind stale, and no longer once it is stopped
+// (enabler.disable): nothing reads it, and a new informer of the kind, for
+// a CRD that came back, must not inherit its staleness.
+func TestFreshnessOfAStoppedInformer(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	f := newFreshness(scheme)
+	lw := &fakeLW{watches: make(chan *watch.FakeWatcher, 4), listErr: apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")}
+	inf := f.newInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		inf.RunWithContext(ctx)
+	}()
+	eventually(t, "stale after a failed list", func() bool { return f.Stale(gvkConfigMap) })
+	stop()
+	<-ran
+	if f.Stale(gvkConfigMap) {
+		t.Fatal("stale after the informer stopped")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -75,12 +77,36 @@ func (d *discoveryLag) arm(n int) {
 // plane until the test ends, and returns it.
 func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	ctx := context.Background()
 	loaded, err := crds.Load(set)
 	if err != nil || len(loaded) != 1 {
 		t.Fatalf("load the CRD of %s: %v", set, err)
 	}
-	crd := loaded[0]
+	deleteCRD(t, loaded[0])
+	return loaded[0]
+}
+
+// removeCRDNamed is removeCRD for the CRD name of a set of several.
+func removeCRDNamed(t *testing.T, set, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	loaded, err := crds.Load(set)
+	if err != nil {
+		t.Fatalf("load the CRDs of %s: %v", set, err)
+	}
+	for _, crd := range loaded {
+		if crd.Name == name {
+			deleteCRD(t, crd)
+			return crd
+		}
+	}
+	t.Fatalf("%s has no CRD %s", set, name)
+	return nil
+}
+
+// deleteCRD deletes crd until the test ends, and waits until discovery
+// no longer serves it.
+func deleteCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	ctx := context.Background()
 	t.Cleanup(func() { installCRD(t, crd) })
 	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil {
 		t.Fatal(err)
@@ -100,17 +126,22 @@ func removeCRD(t *testing.T, set string) *apiextensionsv1.CustomResourceDefiniti
 	}
 	for _, v := range crd.Spec.Versions {
 		gv := crd.Spec.Group + "/" + v.Name
-		testenv.Eventually(t, "discovery no longer serves "+gv, func() error {
-			switch _, err := dc.ServerResourcesForGroupVersion(gv); {
+		testenv.Eventually(t, "discovery no longer serves "+crd.Spec.Names.Plural+" in "+gv, func() error {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			switch {
 			case apierrors.IsNotFound(err):
 				return nil
 			case err != nil:
 				return fmt.Errorf("discovery: %w", err)
 			}
-			return errors.New("still served")
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					return errors.New("still served")
+				}
+			}
+			return nil // other CRDs serve the group version
 		})
 	}
-	return crd
 }
 
 // TestCRDAppearsAfterStart removes the LeaderWorkerSet CRD, starts the
@@ -181,4 +212,132 @@ spec:
 		t.Error("no discovery request for the LeaderWorkerSet group was answered 404; the test did not make discovery lag")
 	}
 	e.assertSteadyState()
+}
+
+// requestCounter counts the requests whose path starts with prefix, and
+// the watches among them.
+type requestCounter struct {
+	prefix     string
+	mu         sync.Mutex
+	n, watched int
+}
+
+func (c *requestCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *requestCounter) watches() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watched
+}
+
+func (c *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if strings.HasPrefix(req.URL.Path, c.prefix) {
+			c.mu.Lock()
+			c.n++
+			if req.URL.Query().Get("watch") == "true" {
+				c.watched++
+			}
+			c.mu.Unlock()
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+// TestPoolCRDsComeAndGo: started with no InferencePool CRD, the controller
+// says on the service which CRDs to install; once they are, the pools,
+// endpoint picker and route appear with no restart; when the v1alpha2 CRD is
+// removed, the service moves to v1 (retired: no v1alpha2 pool can exist),
+// and then the controller sends no request for the removed kind and
+// writes nothing: no error loop. When the v1alpha2 CRD comes back, its
+// kind is watched again.
+//
+// A service created while only the v1 CRD is established goes to retired
+// at once (migration.Decide: no v1alpha2 pool can exist) and stays there,
+// so the test installs the v1alpha2 CRD first.
+func TestPoolCRDsComeAndGo(t *testing.T) {
+	v1 := removeCRDNamed(t, crds.GIE, v1PoolCRD)
+	alpha2 := removeCRDNamed(t, crds.GIE, alpha2PoolCRD)
+
+	alpha2Requests := &requestCounter{prefix: "/apis/inference.networking.x-k8s.io/"}
+	e := newEnv(t)
+	e.wrap = alpha2Requests.wrap
+	e.run()
+	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
+	e.create(simService("sim", managedRouter))
+	svc := e.waitCondition("sim", v1alpha2.ConditionRouterReady, metav1.ConditionFalse, "CRDMissing")
+	msg := cond(svc, v1alpha2.ConditionRouterReady).Message
+	for _, crd := range []string{v1.Name, alpha2.Name} {
+		if !strings.Contains(msg, "the CustomResourceDefinition "+crd) {
+			t.Errorf("RouterReady message %q does not name %s", msg, crd)
+		}
+	}
+	if e.exists(route(), "sim-kserve-route") || e.exists(deployment(), "sim-kserve-router-scheduler") {
+		t.Error("router children were applied while the InferencePool CRDs are missing")
+	}
+
+	// The v1alpha2 CRD first: with only v1 served, a new service goes
+	// straight to retired (no v1alpha2 pool can exist), and would never
+	// get one.
+	installCRD(t, alpha2)
+	e.waitExists(poolAlpha2, "sim-inference-pool")
+	installCRD(t, v1)
+	e.waitExists(poolV1, "sim-inference-pool")
+	e.waitExists(poolAlpha2, "sim-inference-pool")
+	e.waitExists(route, "sim-kserve-route")
+	e.waitExists(deployment, "sim-kserve-router-scheduler")
+	e.waitReady("sim")
+
+	// The v1alpha2 CRD goes: its pools go with it.
+	e.must(cp.Client.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: alpha2.Name}}))
+	testenv.Eventually(t, "service sim is retired and Ready", func() error {
+		e.simulate()
+		svc := e.service("sim")
+		if ip := svc.Status.InferencePool; ip == nil || ip.MigrationPhase != string(convention.PhaseRetired) {
+			return fmt.Errorf("status.inferencePool %+v", ip)
+		}
+		if c := cond(svc, v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || svc.Status.ObservedGeneration != svc.Generation {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	e.waitSettled("sim")
+	// No error loop: over a few seconds, no write, no failed reconcile and
+	// no request for the removed kind.
+	errorsBefore, requestsBefore, writesBefore := reconcileErrors(t), alpha2Requests.count(), e.rec.Count()
+	time.Sleep(5 * time.Second)
+	if n := reconcileErrors(t) - errorsBefore; n != 0 {
+		t.Errorf("%v reconciles failed after the v1alpha2 CRD went, want 0", n)
+	}
+	if n := alpha2Requests.count() - requestsBefore; n != 0 {
+		t.Errorf("%d requests for inference.networking.x-k8s.io after the v1alpha2 CRD went, want 0", n)
+	}
+	if w := e.rec.Writes(writesBefore); len(w) != 0 {
+		t.Errorf("%d writes after the service settled, want 0: %v", len(w), w)
+	}
+
+	// The v1alpha2 CRD comes back: its kind is watched afresh (the steps
+	// of the first enable are not taken for done), and a new service
+	// settles with no failed reconcile, while sim stays retired.
+	errorsBefore = reconcileErrors(t)
+	watches := alpha2Requests.watches()
+	installCRD(t, alpha2)
+	testenv.Eventually(t, "the controller watches v1alpha2 InferencePools again", func() error {
+		if alpha2Requests.watches() == watches {
+			return errors.New("no watch yet")
+		}
+		return nil
+	})
+	e.create(simService("late", managedRouter))
+	e.waitSettled("sim", "late")
+	if ip := e.service("sim").Status.InferencePool; ip == nil || ip.MigrationPhase != string(convention.PhaseRetired) {
+		t.Errorf("sim: status.inferencePool %+v, want retired for good", ip)
+	}
+	if n := reconcileErrors(t) - errorsBefore; n != 0 {
+		t.Errorf("%v reconciles failed after the v1alpha2 CRD came back, want 0", n)
+	}
 }
