@@ -103,6 +103,7 @@ func TestInstallMaaS(t *testing.T) {
 	const ns = "odh-maas"
 	testenv.EnsureNamespace(t, cp.Client, ns)
 	testenv.EnsureNamespace(t, cp.Client, "kuadrant-system")
+	testenv.EnsureNamespace(t, cp.Client, "openshift-ingress") // the MaaS gateway's
 	// Tier namespaces are cluster-wide and, with no namespace controller
 	// here, stay Terminating after an uninstall: a prefix per run.
 	prefix := "maas-" + strings.ToLower(rand.Text()[:6]) + "-tier-"
