@@ -23,6 +23,7 @@ func TestFirstPassUnderChartRBAC(t *testing.T) {
 	// children outlive its service and would hold the next run's names.
 	ns := testenv.NewNamespace(t, cp.Client, "odh")
 	testenv.EnsureNamespace(t, cp.Client, "kuadrant-system")
+	testenv.EnsureNamespace(t, cp.Client, "openshift-ingress") // the MaaS gateway's
 	// Tier namespaces are cluster-wide and, with no namespace controller
 	// here, stay Terminating after an uninstall: a prefix per run.
 	prefix := "fp-" + strings.ToLower(rand.Text()[:6]) + "-tier-"
