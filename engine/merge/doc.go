@@ -4,7 +4,9 @@
 // The patch metadata is that of the API types: containers, initContainers,
 // env and volumes merge by name, ports by containerPort, volumeMounts by
 // mountPath; maps merge key by key; every other list, args and command
-// included, is replaced whole.
+// included, is replaced whole. In a list merged by key, the items a layer
+// inherits keep their place, whatever order the layer lists them in, and
+// the ones it adds follow.
 //
 // A layer sets only what it sets. A nil or empty value never erases what an
 // earlier layer set: a service whose template has no containers keeps the

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -162,6 +163,7 @@ func keepOrder(base, patch map[string]any, meta strategicpatch.LookupPatchMeta) 
 			}
 			if len(baseItems) > 0 {
 				patch["$setElementOrder/"+key] = order
+				sortLike(p, order, mk)
 			}
 		case map[string]any:
 			childMeta, _, err := meta.LookupPatchMetadataForStruct(key)
@@ -173,6 +175,28 @@ func keepOrder(base, patch map[string]any, meta strategicpatch.LookupPatchMeta) 
 			}
 		}
 	}
+}
+
+// sortLike puts the items of a patch list in the order of its
+// $setElementOrder, which strategic merge requires: a layer may list the
+// items it inherits in another order (a service naming a preset's env vars
+// in its own order), and the merge refused that with "The order in patch
+// list ... doesn't match $setElementOrder list". Items without the merge
+// key go last, in their order.
+func sortLike(items, order []any, mk string) {
+	pos := make(map[any]int, len(order))
+	for i, o := range order {
+		pos[o.(map[string]any)[mk]] = i
+	}
+	at := func(item any) int {
+		if m, ok := item.(map[string]any); ok {
+			if i, ok := pos[m[mk]]; ok {
+				return i
+			}
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(items, func(a, b any) int { return cmp.Compare(at(a), at(b)) })
 }
 
 func findByKey(items []any, key string, value any) map[string]any {

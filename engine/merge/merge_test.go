@@ -79,6 +79,10 @@ func TestSpecs(t *testing.T) {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "main", Env: []corev1.EnvVar{{Name: "NEW", Value: "$(HOME)/x"}}})},
 			check:   wantEnv([]corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: "LOG", Value: "INFO"}, {Name: "NEW", Value: "$(HOME)/x"}}),
 		},
+		"the preset's env vars listed in another order": {
+			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: pod(corev1.Container{Name: "main", Env: []corev1.EnvVar{{Name: "LOG", Value: "DEBUG"}, {Name: "HOME", Value: "/root"}}})},
+			check:   wantEnv([]corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: "LOG", Value: "DEBUG"}}),
+		},
 		"zero replicas is a value, nil is not": {
 			service: &v1alpha2.LLMInferenceServiceSpec{WorkloadSpec: v1alpha2.WorkloadSpec{Replicas: ptr.To[int32](0)}},
 			check: func(t *testing.T, got *v1alpha2.LLMInferenceServiceSpec) {
