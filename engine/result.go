@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/build"
@@ -218,4 +219,20 @@ func roleOf(n build.Names, o build.Object) Role {
 		return RoleRBAC
 	}
 	return ""
+}
+
+// Without returns r without the children of the given roles: what a
+// caller holds back (the controller withholds the route while auth cannot
+// be enforced). r is not changed; the objects are shared.
+func (r *Result) Without(roles ...Role) *Result {
+	out := *r
+	out.Objects, out.Children = nil, nil
+	for i, c := range r.Children {
+		if slices.Contains(roles, c.Role) {
+			continue
+		}
+		out.Objects = append(out.Objects, r.Objects[i])
+		out.Children = append(out.Children, c)
+	}
+	return &out
 }

@@ -320,3 +320,34 @@ func TestWithPlatform(t *testing.T) {
 		t.Errorf("a stopped service got %d children (%v)", len(res.Objects), err)
 	}
 }
+
+// TestWithoutDropsRoles: Without leaves out the children of the roles
+// named, keeps the others with their waves, and leaves the result alone.
+func TestWithoutDropsRoles(t *testing.T) {
+	svc := &v1alpha2.LLMInferenceService{}
+	svc.Name, svc.Namespace = "open", "team-a"
+	svc.Annotations = map[string]string{convention.AnnotationEnableAuth: "false"}
+	svc.Spec.Model.URI = "hf://Qwen/Qwen2.5-7B-Instruct"
+	svc.Spec.Router = &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}}
+	res, err := engine.Render(t.Context(), svc, presetstest.Catalog(t, nil), engine.Options{Images: presetstest.Images(t), Auth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := built(res)
+	if !slices.Contains(all, "3 auth AuthPolicy open-kserve-route-authn") || !slices.Contains(all, "3 route HTTPRoute open-kserve-route") {
+		t.Fatalf("the case must build a route and its AuthPolicy: %v", all)
+	}
+	got := built(res.Without(engine.RoleRoute, engine.RoleAuth))
+	var want []string
+	for _, c := range all {
+		if !strings.Contains(c, " route ") && !strings.Contains(c, " auth ") {
+			want = append(want, c)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Without(route, auth) = %v, want %v", got, want)
+	}
+	if again := built(res); !slices.Equal(again, all) {
+		t.Errorf("Without changed the result: %v, was %v", again, all)
+	}
+}

@@ -50,6 +50,9 @@ const (
 	ReasonRoutesNotReady   = "HTTPRoutesNotReady"
 	ReasonPoolNotReady     = "InferencePoolNotReady"
 	ReasonNoRouter         = "NoRouter"
+	// ReasonAuthNotEnforced: auth is on and Kuadrant has not reported an
+	// AuthPolicy enforced on the service's route (docs/auth.md).
+	ReasonAuthNotEnforced = "AuthNotEnforced"
 )
 
 var (

@@ -53,24 +53,35 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 		p.conds.remove(ConditionInferencePoolReady)
 	}
 
-	// Routes: the managed one, or the user's.
+	// Routes: the managed one, or the user's; none while auth cannot be
+	// enforced.
 	routes, missingRoutes, err := r.routes(ctx, p)
 	if err != nil {
 		return err
 	}
 	invalid = append(invalid, missingRoutes...)
-	if len(routes) == 0 && len(missingRoutes) == 0 {
+	switch {
+	case p.routeWithheld != "":
+		p.conds.set(ConditionHTTPRoutesReady, metav1.ConditionFalse, ReasonCRDMissing, p.routeWithheld)
+		p.conds.remove(ConditionGatewaysReady)
+		p.status.Addresses, p.status.URL = nil, ""
+	case len(routes) == 0 && len(missingRoutes) == 0:
 		p.conds.remove(ConditionHTTPRoutesReady, ConditionGatewaysReady)
 		p.status.Addresses = nil
 		if svc := p.res.Named(engine.RoleWorkloadService); svc != "" {
 			p.status.Addresses = []v1alpha2.Address{{Name: AddressInternal, URL: "https://" + svc + "." + ns + ".svc.cluster.local"}}
 		}
 		p.status.URL = primaryURL(p.status.Addresses)
-	} else {
+	default:
 		v := verdict{ok: true, reason: ReasonReady}
 		for _, rt := range routes {
 			if v = routeVerdict(rt, p.decision.Phase); !v.ok {
 				break
+			}
+			if r.needsAuthPolicy(p) {
+				if v = authVerdict(rt); !v.ok {
+					break
+				}
 			}
 		}
 		if len(missingRoutes) > 0 {

@@ -311,21 +311,31 @@ func (e *env) simulateWorkloads(lws bool) {
 	e.updateStatuses(pending)
 }
 
-// simulateRoutes has every route accepted by each of its parents.
+// simulateRoutes has every route accepted by each of its parents. The
+// entries of other controllers (Kuadrant's, simulateKuadrant) stay.
 func (e *env) simulateRoutes() {
 	e.t.Helper()
+	const gatewayController = "example.com/gateway"
 	e.updateStatuses(statusesToWrite(e, &gatewayv1.HTTPRouteList{}, func(rt *gatewayv1.HTTPRoute) bool {
-		var parents []gatewayv1.RouteParentStatus
+		var parents, others []gatewayv1.RouteParentStatus
 		for _, p := range rt.Spec.ParentRefs {
 			parents = append(parents, gatewayv1.RouteParentStatus{
-				ParentRef: p, ControllerName: "example.com/gateway",
+				ParentRef: p, ControllerName: gatewayController,
 				Conditions: []metav1.Condition{condition("Accepted", rt.Generation), condition("ResolvedRefs", rt.Generation)},
 			})
 		}
-		if len(rt.Status.Parents) == len(parents) && len(parents) > 0 && rt.Status.Parents[0].Conditions[0].ObservedGeneration == rt.Generation {
+		var live []gatewayv1.RouteParentStatus
+		for _, p := range rt.Status.Parents {
+			if p.ControllerName == gatewayController {
+				live = append(live, p)
+			} else {
+				others = append(others, p)
+			}
+		}
+		if len(live) == len(parents) && len(parents) > 0 && live[0].Conditions[0].ObservedGeneration == rt.Generation {
 			return false
 		}
-		rt.Status.Parents = parents
+		rt.Status.Parents = append(parents, others...)
 		return true
 	}))
 }

@@ -1,0 +1,199 @@
+package controllertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/api/crds"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
+)
+
+func authPolicy() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("kuadrant.io/v1")
+	u.SetKind("AuthPolicy")
+	return u
+}
+
+const httpRoutesReady = "HTTPRoutesReady"
+
+// withAuth runs the controller with --enable-auth.
+func withAuth(o *controller.Options) { o.Auth = true }
+
+// openService is the simulator service opened to anonymous callers.
+const openService = `
+metadata:
+  name: open
+  annotations:
+    security.opendatahub.io/enable-auth: "false"
+spec:
+  model:
+    name: Qwen/Qwen2.5-0.5B-Instruct
+  baseRefs:
+  - name: kserve-config-llm-cpu-simulator
+  router:
+    route: {}
+    gateway: {}
+    scheduler: {}
+`
+
+// TestAuthFailsClosedWithoutKuadrant runs the controller with auth on in
+// a cluster without Kuadrant: no route is served, and the services' status
+// says why and what to install; the workloads run meanwhile. When
+// Kuadrant's AuthPolicy CRD is installed, with no restart, the routes come,
+// and the service opened with the enable-auth annotation gets its anonymous
+// AuthPolicy, owned by it. A protected route is ready only once Kuadrant
+// reports, on a kuadrant.io/policy-controller parent, that an AuthPolicy is
+// enforced on it (as ODH's KServe requires); the opened service does not
+// wait for it, and loses its policy when the annotation goes. When the CRD
+// goes, so do the routes.
+//
+// One test, so the shared control plane installs and deletes the CRD once.
+func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
+	crd := authPolicyCRD(t)
+	err := cp.Client.Get(context.Background(), client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("CRD %s is there (%v); this test starts without it", crd.Name, err)
+	}
+	e := startWithGateway(t, withAuth)
+	e.create(simulator)
+	e.create(openService)
+	for _, name := range []string{"sim", "open"} {
+		svc := e.waitCondition(name, httpRoutesReady, metav1.ConditionFalse, "CRDMissing")
+		msg := cond(svc, httpRoutesReady).Message
+		for _, want := range []string{convention.AuthPolicyCRD, name + "-kserve-route", "Kuadrant"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: HTTPRoutesReady message %q does not name %q", name, msg, want)
+			}
+		}
+		if c := cond(svc, v1alpha2.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != "CRDMissing" {
+			t.Errorf("%s: Ready %s %s, want False CRDMissing", name, c.Status, c.Reason)
+		}
+		if svc.Status.URL != "" || len(svc.Status.Addresses) > 0 {
+			t.Errorf("%s: a URL (%v, %v) for a route that is not served", name, svc.Status.URL, svc.Status.Addresses)
+		}
+	}
+	// The workloads are not held back; only the routes are.
+	e.waitExists(deployment, "sim-kserve", "open-kserve")
+	for _, name := range []string{"sim-kserve-route", "open-kserve-route"} {
+		if e.exists(route(), name) {
+			t.Errorf("HTTPRoute %s exists while auth is on and Kuadrant's AuthPolicy CRD is missing", name)
+		}
+	}
+
+	installCRD(t, crd)
+	t.Cleanup(func() { uninstallCRD(t, crd.Name) })
+	e.waitExists(route, "sim-kserve-route", "open-kserve-route")
+	e.waitExists(authPolicy, "open-kserve-route-authn")
+	if e.exists(authPolicy(), "sim-kserve-route-authn") {
+		t.Error("an anonymous AuthPolicy for a service that did not ask to be opened")
+	}
+	policy := authPolicy()
+	e.must(e.c.Get(context.Background(), clientKey(e.ns, "open-kserve-route-authn"), policy))
+	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("open").UID {
+		t.Errorf("AuthPolicy open-kserve-route-authn is not controlled by its service: %v", policy.GetOwnerReferences())
+	}
+
+	// Ready: the opened service at once, the protected one once Kuadrant
+	// enforces a policy on its route.
+	e.waitReady("open")
+	testenv.Eventually(t, "sim waits for Kuadrant", func() error {
+		e.simulate()
+		c := cond(e.service("sim"), httpRoutesReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonAuthNotEnforced {
+			return fmt.Errorf("HTTPRoutesReady %+v", c)
+		}
+		if !strings.Contains(c.Message, convention.ConditionAuthPolicyAffected) {
+			return fmt.Errorf("HTTPRoutesReady message %q does not name %s", c.Message, convention.ConditionAuthPolicyAffected)
+		}
+		return nil
+	})
+	if c := cond(e.service("sim"), v1alpha2.ConditionReady); c.Status == metav1.ConditionTrue {
+		t.Error("sim is Ready before Kuadrant enforces a policy on its route")
+	}
+	e.simulateKuadrant(metav1.ConditionTrue)
+	e.waitReady("sim")
+	// Kuadrant reports the policy no longer affects the route: not ready.
+	e.simulateKuadrant(metav1.ConditionFalse)
+	e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthNotEnforced)
+
+	// open is protected again: its anonymous policy goes.
+	e.update("open", func(s *v1alpha2.LLMInferenceService) {
+		delete(s.Annotations, convention.AnnotationEnableAuth)
+	})
+	e.waitGone(authPolicy, "open-kserve-route-authn")
+
+	// The AuthPolicy CRD goes: the routes go with it, and the status says so.
+	uninstallCRD(t, crd.Name)
+	e.waitGone(route, "sim-kserve-route", "open-kserve-route")
+	e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, "CRDMissing")
+}
+
+// authPolicyCRD is Kuadrant's AuthPolicy CRD; the tests need no other of
+// Kuadrant's.
+func authPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	all, err := crds.Load(crds.Kuadrant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range all {
+		if crd.Name == convention.AuthPolicyCRD {
+			return crd
+		}
+	}
+	t.Fatalf("no CRD %s in %s", convention.AuthPolicyCRD, crds.Kuadrant)
+	return nil
+}
+
+// simulateKuadrant writes, on every route in the test namespace, the parent
+// status Kuadrant's policy controller writes: one entry per parent
+// Gateway, with kuadrant.io/AuthPolicyAffected at status.
+func (e *env) simulateKuadrant(status metav1.ConditionStatus) {
+	e.t.Helper()
+	e.updateStatuses(statusesToWrite(e, &gatewayv1.HTTPRouteList{}, func(rt *gatewayv1.HTTPRoute) bool {
+		parents := slices.DeleteFunc(slices.Clone(rt.Status.Parents), func(p gatewayv1.RouteParentStatus) bool {
+			return p.ControllerName == convention.KuadrantPolicyController
+		})
+		for _, ref := range rt.Spec.ParentRefs {
+			parents = append(parents, gatewayv1.RouteParentStatus{
+				ParentRef: ref, ControllerName: convention.KuadrantPolicyController,
+				Conditions: []metav1.Condition{{
+					Type: convention.ConditionAuthPolicyAffected, Status: status, Reason: "Accepted",
+					Message: "Object affected by AuthPolicy", ObservedGeneration: rt.Generation, LastTransitionTime: metav1.Now(),
+				}},
+			})
+		}
+		rt.Status.Parents = parents
+		return true
+	}))
+}
+
+// uninstallCRD deletes a CRD and waits until it is gone (deleteCRD puts it back when the test ends).
+func uninstallCRD(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cp.Client.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "CRD "+name+" is gone", func() error {
+		err := cp.Client.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+}
