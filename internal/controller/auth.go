@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -11,25 +13,49 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
-// withholdRoute fails closed (docs/auth.md): with auth on and Kuadrant's
-// AuthPolicy CRD not usable, nothing would check the requests the managed
-// route lets in, so the route (and the anonymous AuthPolicy) is not
-// applied, and prune deletes one applied before. The workloads are not
-// held back. The route comes when the CRD does: the CRD watcher
-// reconciles every service then. In static mode Helm applies the route.
-func (r *Reconciler) withholdRoute(p *pass) {
-	if !r.opts.Auth || r.opts.StaticMode || r.kinds.hasCRD(crdAuthPolicy) {
-		return
+// withholdRoute fails closed (docs/auth.md): with auth on, the managed
+// route (and the anonymous AuthPolicy) is not applied, and prune deletes
+// one applied before, while nothing would check the requests it lets in:
+// Kuadrant's AuthPolicy CRD is not usable, or, for a protected service, a
+// Gateway the route attaches to has no AuthPolicy (the chart makes
+// <gateway>-authn with auth.enabled). A service opened with the
+// enable-auth annotation brings its own policy for its route. The
+// workloads are not held back. The route comes when what was missing
+// does: the CRD watcher, and the watch of AuthPolicies, reconcile the
+// services then. In static mode Helm applies the route.
+func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
+	if !r.opts.Auth || r.opts.StaticMode {
+		return nil
 	}
 	route := p.res.Named(engine.RoleRoute)
 	if route == "" {
-		return
+		return nil
+	}
+	switch {
+	case !r.kinds.hasCRD(crdAuthPolicy):
+		p.routeWithheldReason = ReasonCRDMissing
+		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and Kuadrant's AuthPolicy CRD %s (%s/v1) is not established, "+
+			"so HTTPRoute %s is not served: no request may reach the model unchecked. Install Kuadrant (Red Hat Connectivity Link "+
+			"on OpenShift); the route comes when the CRD does. Or turn auth off (chart value auth.enabled=false)",
+			crdAuthPolicy, convention.KuadrantGroup, route)
+	case p.res.Named(engine.RoleAuth) == "":
+		unprotected, err := r.unprotectedGateways(ctx, p)
+		if err != nil {
+			return err
+		}
+		if len(unprotected) == 0 {
+			return nil
+		}
+		p.routeWithheldReason = ReasonAuthPolicyMissing
+		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and no AuthPolicy targets Gateway %s, so HTTPRoute %s is "+
+			"not served: no request may reach the model unchecked. Install the chart with auth.enabled=true (it makes "+
+			"<gateway>-authn), or write an AuthPolicy for the Gateway; the route comes when one exists",
+			strings.Join(unprotected, ", "), route)
+	default:
+		return nil
 	}
 	p.res = p.res.Without(engine.RoleRoute, engine.RoleAuth)
-	p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and Kuadrant's AuthPolicy CRD %s (%s/v1) is not established, "+
-		"so HTTPRoute %s is not served: no request may reach the model unchecked. Install Kuadrant (Red Hat Connectivity Link "+
-		"on OpenShift); the route comes when the CRD does. Or turn auth off (chart value auth.enabled=false)",
-		crdAuthPolicy, convention.KuadrantGroup, route)
+	return nil
 }
 
 // needsAuthPolicy reports whether the service's routes must have an

@@ -53,6 +53,9 @@ const (
 	// ReasonAuthNotEnforced: auth is on and Kuadrant has not reported an
 	// AuthPolicy enforced on the service's route (docs/auth.md).
 	ReasonAuthNotEnforced = "AuthNotEnforced"
+	// ReasonAuthPolicyMissing: auth is on and a Gateway the service's
+	// route attaches to has no AuthPolicy, so the route is not applied.
+	ReasonAuthPolicyMissing = "AuthPolicyMissing"
 )
 
 var (
@@ -156,6 +159,7 @@ func (c *conditions) ready() {
 // actionable reasons need someone to change something.
 var actionable = map[string]bool{
 	ReasonRefsInvalid: true, ReasonCRDMissing: true, ReasonReconcileError: true, ReasonCombineBaseError: true, ReasonStopped: true,
+	ReasonAuthPolicyMissing: true,
 }
 
 // sorted returns the conditions by type, so the status has one order.

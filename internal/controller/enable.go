@@ -125,6 +125,8 @@ func (e *enabler) enable(ctx context.Context, crd string, started bool) error {
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forGatewayClass)
 	case crdPoolV1, crdPoolV1alpha2:
 		h = handler.EnqueueRequestsFromMapFunc(e.r.forPool)
+	case crdAuthPolicy:
+		h = handler.EnqueueRequestsFromMapFunc(e.r.forAuthPolicy)
 	case crdScaledObject:
 		if err := step("index scale targets", func() error { return indexScalers(ctx, e.r.indexer, k.newObject()) }); err != nil {
 			return fmt.Errorf("index ScaledObjects: %w", err)

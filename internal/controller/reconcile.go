@@ -88,8 +88,8 @@ type pass struct {
 	// (gatewayTLS): where the CA bundle Secret goes.
 	istioGateways []types.NamespacedName
 	// routeWithheld says why the managed route is not applied
-	// (withholdRoute); empty when it is.
-	routeWithheld string
+	// (withholdRoute), with routeWithheldReason; empty when it is.
+	routeWithheld, routeWithheldReason string
 }
 
 // Reconcile brings one service's children and status in line with its
@@ -180,7 +180,9 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	// The fields accepted but not acted on, and a KV cache offloading the
 	// presets' own connector keeps from vLLM: the webhook warns about the
 	// first when the service is written, only render knows the second.
-	r.withholdRoute(p)
+	if err := r.withholdRoute(ctx, p); err != nil {
+		return 0, err
+	}
 	p.conds.set(v1alpha2.ConditionPresetsCombined, "True", ReasonCombined, strings.Join(p.plan.Warnings, "; "))
 	p.status.AppliedConfigs = appliedConfigs(p.plan.Explanation.Layers)
 	r.access(p)

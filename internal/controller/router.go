@@ -62,7 +62,7 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 	invalid = append(invalid, missingRoutes...)
 	switch {
 	case p.routeWithheld != "":
-		p.conds.set(ConditionHTTPRoutesReady, metav1.ConditionFalse, ReasonCRDMissing, p.routeWithheld)
+		p.conds.set(ConditionHTTPRoutesReady, metav1.ConditionFalse, p.routeWithheldReason, p.routeWithheld)
 		p.conds.remove(ConditionGatewaysReady)
 		p.status.Addresses, p.status.URL = nil, ""
 	case len(routes) == 0 && len(missingRoutes) == 0:

@@ -55,7 +55,9 @@ spec:
 // says why and what to install; the workloads run meanwhile. When
 // Kuadrant's AuthPolicy CRD is installed, with no restart, the routes come,
 // and the service opened with the enable-auth annotation gets its anonymous
-// AuthPolicy, owned by it. A protected route is ready only once Kuadrant
+// AuthPolicy, owned by it; the protected service's route waits, with its
+// status saying so, until an AuthPolicy targets its Gateway (the chart's
+// <gateway>-authn). A protected route is ready only once Kuadrant
 // reports, on a kuadrant.io/policy-controller parent, that an AuthPolicy is
 // enforced on it (as ODH's KServe requires); the opened service does not
 // wait for it, and loses its policy when the annotation goes. When the CRD
@@ -96,8 +98,29 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 
 	installCRD(t, crd)
 	t.Cleanup(func() { uninstallCRD(t, crd.Name) })
-	e.waitExists(route, "sim-kserve-route", "open-kserve-route")
+	// The opened service brings its own policy; the protected one waits for
+	// its gateway's.
+	e.waitExists(route, "open-kserve-route")
 	e.waitExists(authPolicy, "open-kserve-route-authn")
+	svc := e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthPolicyMissing)
+	if msg := cond(svc, httpRoutesReady).Message; !strings.Contains(msg, e.sys+"/kserve-ingress-gateway") {
+		t.Errorf("HTTPRoutesReady message %q does not name the Gateway", msg)
+	}
+	if e.exists(route(), "sim-kserve-route") {
+		t.Error("HTTPRoute sim-kserve-route exists while no AuthPolicy targets its Gateway")
+	}
+	// The gateway's AuthPolicy, as the chart makes it with auth.enabled.
+	gatewayPolicy := authPolicy().(*unstructured.Unstructured)
+	gatewayPolicy.SetNamespace(e.sys)
+	gatewayPolicy.SetName("kserve-ingress-gateway-authn")
+	e.must(unstructured.SetNestedMap(gatewayPolicy.Object, map[string]any{
+		"targetRef": map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "kserve-ingress-gateway"},
+		"rules": map[string]any{"authentication": map[string]any{"kubernetes-user": map[string]any{
+			"kubernetesTokenReview": map[string]any{"audiences": []any{"https://kubernetes.default.svc"}},
+		}}},
+	}, "spec"))
+	e.must(e.c.Create(context.Background(), gatewayPolicy))
+	e.waitExists(route, "sim-kserve-route")
 	if e.exists(authPolicy(), "sim-kserve-route-authn") {
 		t.Error("an anonymous AuthPolicy for a service that did not ask to be opened")
 	}

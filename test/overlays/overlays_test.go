@@ -215,11 +215,24 @@ func TestODHOverlay(t *testing.T) {
 			t.Errorf("--%s=%s, want %s", name, got, want)
 		}
 	}
+	checkAuthOn(t, out)
 	// The helm test script is the chart's, with the ODH names.
 	chartScript := testScript(t, split(t, base))
 	want := strings.ReplaceAll(strings.ReplaceAll(chartScript, "odh-serving-webhook.llm-platform.", "llmisvc-webhook-server-service.opendatahub."), ".llm-platform.", ".opendatahub.")
 	if got := testScript(t, objs); got != want {
 		t.Errorf("helm-test.yaml drifted from the chart's test script (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// checkAuthOn: the overlay runs the controller with --enable-auth and
+// gives it the rights on AuthPolicies (docs/auth.md).
+func checkAuthOn(t *testing.T, out []byte) {
+	t.Helper()
+	if !strings.Contains(string(out), "- --enable-auth\n") {
+		t.Error("the controller runs without --enable-auth")
+	}
+	if !strings.Contains(string(out), "  - kuadrant.io\n  resources:\n  - authpolicies\n") {
+		t.Error("the controller's ClusterRole has no rule for kuadrant.io authpolicies")
 	}
 }
 
@@ -266,6 +279,7 @@ func TestOpenShiftOverlay(t *testing.T) {
 	if got := flag(t, objs, "cert-mode"); got != "service-ca" {
 		t.Errorf("--cert-mode=%s", got)
 	}
+	checkAuthOn(t, out)
 	if !webhookCertMounted(t, objs) {
 		t.Error("the controller does not mount odh-serving-webhook-cert")
 	}
