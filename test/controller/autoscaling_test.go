@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
@@ -62,15 +63,17 @@ func TestAutoscalerKeepsReplicas(t *testing.T) {
 	}
 
 	e.scale(&appsv1.Deployment{}, "sim-kserve", 5)
-	e.hpaStatus("sim-hpa", 2, 5)
+	e.hpaStatus("sim-hpa", 5, 5)
 	want := v1alpha2.AutoscalerStatus{Kind: "HorizontalPodAutoscaler", Name: "sim-hpa", Target: v1alpha2.ScaleTarget{Kind: "Deployment", Name: "sim-kserve"},
-		CurrentReplicas: ptr(int32(2)), DesiredReplicas: ptr(int32(5))}
+		CurrentReplicas: ptr(int32(5)), DesiredReplicas: ptr(int32(5))}
 	testenv.Eventually(t, "the service reports its HPA", func() error {
 		if got := e.service("sim").Status.Autoscalers; len(got) != 1 || !equality.Semantic.DeepEqual(got[0], want) {
 			return fmt.Errorf("status.autoscalers = %s", toJSON(got))
 		}
 		return nil
 	})
+	// 100 reconciles of ours, beside the real HPA controller's syncs: the
+	// count stays the scale's.
 	e.forceReconciles("sim", 100, "apps/v1", "deployments")
 	e.must(e.c.Get(ctx, clientKey(e.ns, "sim-kserve"), d))
 	if *d.Spec.Replicas != 5 || !updatesReplicas(d, hpaManager) || appliesReplicas(d) {
@@ -129,16 +132,21 @@ func (e *env) createHPA(name, apiVersion, kind, target string) {
 	e.must(e.c.Create(context.Background(), hpa))
 }
 
-// hpaStatus writes an HPA's status as the HPA controller does.
+// hpaStatus writes an HPA's status as the HPA controller does once it has
+// decided. The real one runs too (kube-controller-manager) but, with no
+// metrics API, decides nothing: it reports the current count and keeps the
+// desired one. So a test writes a current count the real one agrees with,
+// and a conflict with its writes is retried on what it wrote.
 func (e *env) hpaStatus(name string, current, desired int32) {
 	e.t.Helper()
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-	e.must(e.c.Get(context.Background(), clientKey(e.ns, name), hpa))
-	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{
-		CurrentReplicas: current, DesiredReplicas: desired, LastScaleTime: ptr(metav1.Now()),
-		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale", LastTransitionTime: metav1.Now()}},
-	}
-	e.must(e.c.Status().Update(context.Background(), hpa))
+	e.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := e.c.Get(context.Background(), clientKey(e.ns, name), hpa); err != nil {
+			return err
+		}
+		hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, hpa.Status.LastScaleTime = current, desired, ptr(metav1.Now())
+		return e.c.Status().Update(context.Background(), hpa)
+	}))
 }
 
 func toJSON(v any) string {
@@ -150,15 +158,23 @@ func toJSON(v any) string {
 }
 
 // scale writes a workload's replicas as the HPA controller does: through
-// the scale subresource, as kube-controller-manager.
+// the scale subresource, as kube-controller-manager. The scale carries the
+// workload's resourceVersion, which kube-controller-manager moves when it
+// writes a Deployment's status: a conflict is read again and retried.
 func (e *env) scale(obj client.Object, name string, replicas int32) {
 	e.t.Helper()
 	ctx := context.Background()
-	e.must(e.c.Get(ctx, clientKey(e.ns, name), obj))
-	s := &autoscalingv1.Scale{}
-	e.must(e.c.SubResource("scale").Get(ctx, obj, s))
-	s.Spec.Replicas = replicas
-	e.must(e.c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(s), client.FieldOwner(hpaManager)))
+	e.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(ctx, clientKey(e.ns, name), obj); err != nil {
+			return err
+		}
+		s := &autoscalingv1.Scale{}
+		if err := e.c.SubResource("scale").Get(ctx, obj, s); err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		return e.c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(s), client.FieldOwner(hpaManager))
+	}))
 }
 
 // forceReconciles makes the controller reconcile the service n times, one

@@ -192,7 +192,6 @@ spec:
 	}
 	// The controller goes on with what it can do.
 	testenv.Eventually(t, "service sim is Ready", func() error {
-		e.simulateWorkloads(false)
 		e.simulateRoutes()
 		e.simulatePools()
 		if c := cond(e.service("sim"), v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {

@@ -175,6 +175,7 @@ func (e *env) childrenAre(svc *v1alpha2.LLMInferenceService, live []liveChild) e
 // the API server.
 func TestFaultAPIServerRestart(t *testing.T) {
 	plane := testenv.StartControlPlane(t, controlplane.Options{Restartable: true})
+	testenv.StartCluster(t, plane)
 	ctx := context.Background()
 	e := &env{t: t, c: plane.Client, rec: &testenv.Recorder{}, cfg: plane.Config, ns: "faults", sys: "faults-system"}
 	for _, ns := range []string{e.ns, e.sys} {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +63,7 @@ func start(t *testing.T, mods ...func(*controller.Options)) *env {
 // newEnv is start without running the controller.
 func newEnv(t *testing.T, mods ...func(*controller.Options)) *env {
 	t.Helper()
+	nodes.Need(t)
 	e := &env{t: t, c: cp.Client, rec: &testenv.Recorder{}}
 	e.ns = testenv.NewNamespace(t, cp.Client, "t")
 	e.sys = testenv.NewNamespace(t, cp.Client, "sys")
@@ -238,7 +237,10 @@ func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reaso
 	return svc
 }
 
-// The statuses the missing controllers would write.
+// The statuses of the controllers this cluster lacks: the gateway's, and
+// the LeaderWorkerSet operator's (see docs/demo.md). Deployments, their
+// ReplicaSets and Pods are real: kube-controller-manager, kube-scheduler
+// and kwok run them on simulated nodes (testenv.MainWithCluster).
 
 // gateway creates a programmed Gateway with one HTTP listener and an
 // address.
@@ -276,39 +278,27 @@ func condition(t string, generation int64) metav1.Condition {
 
 func ptr[T any](v T) *T { return &v }
 
-// simulate writes the status that workload, LWS and gateway controllers
-// would write for everything in the test namespace: Deployments and
-// LeaderWorkerSets available, routes and pools accepted by their
-// gateways.
+// simulate writes the status that the LWS operator and the gateway would
+// write for everything in the test namespace: LeaderWorkerSets available,
+// routes and pools accepted by their gateways.
 func (e *env) simulate() {
 	e.t.Helper()
-	e.simulateWorkloads(true)
+	e.simulateLWS()
 	e.simulateRoutes()
 	e.simulatePools()
 }
 
-// simulateWorkloads makes the Deployments available and, with lws, the
-// LeaderWorkerSets.
-func (e *env) simulateWorkloads(lws bool) {
+// simulateLWS makes the LeaderWorkerSets available, as the LWS operator
+// would once their pods run: it does not run here (docs/demo.md).
+func (e *env) simulateLWS() {
 	e.t.Helper()
-	pending := statusesToWrite(e, &appsv1.DeploymentList{}, func(d *appsv1.Deployment) bool {
-		if d.Status.ObservedGeneration == d.Generation && len(d.Status.Conditions) > 0 {
+	e.updateStatuses(statusesToWrite(e, &lwsv1.LeaderWorkerSetList{}, func(l *lwsv1.LeaderWorkerSet) bool {
+		if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
 			return false
 		}
-		d.Status.ObservedGeneration = d.Generation
-		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ready"}}
+		l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
 		return true
-	})
-	if lws {
-		pending = append(pending, statusesToWrite(e, &lwsv1.LeaderWorkerSetList{}, func(l *lwsv1.LeaderWorkerSet) bool {
-			if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
-				return false
-			}
-			l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
-			return true
-		})...)
-	}
-	e.updateStatuses(pending)
+	}))
 }
 
 // simulateRoutes has every route accepted by each of its parents. The

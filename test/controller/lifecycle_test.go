@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -203,8 +204,9 @@ func mainEnv(e *env, deployment, name string) string {
 // TestDeleteCleansUp: deleting a service deletes its cluster-scoped
 // children, which no owner reference reaches. No finalizer holds the
 // service: were the controller uninstalled, its deletion (and its
-// namespace's) would hang. (envtest runs no garbage collector, so the
-// namespaced children, which carry owner references, are not checked here.)
+// namespace's) would hang. The garbage collector (kube-controller-manager's)
+// then removes the namespaced children through their owner references, and
+// what the cluster made of them: ReplicaSets and Pods.
 func TestDeleteCleansUp(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
@@ -217,6 +219,18 @@ func TestDeleteCleansUp(t *testing.T) {
 	e.must(e.c.Delete(context.Background(), e.service("sim")))
 	e.waitServiceGone("sim")
 	e.waitGone(clusterBinding, auth)
+	testenv.Eventually(t, "the garbage collector removes sim's Deployments, ReplicaSets, Pods and Services", func() error {
+		sel := client.MatchingLabels{"app.kubernetes.io/name": "sim"}
+		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{}} {
+			if err := e.c.List(context.Background(), list, client.InNamespace(e.ns), sel); err != nil {
+				return err
+			}
+			if n := meta.LenList(list); n > 0 {
+				return fmt.Errorf("%d left in %T", n, list)
+			}
+		}
+		return nil
+	})
 }
 
 // TestEarlierFinalizerComesOff: a service that carries KServe's finalizer

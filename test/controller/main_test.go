@@ -7,6 +7,11 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-var cp *controlplane.ControlPlane
+var (
+	cp *controlplane.ControlPlane
+	// nodes is the cluster's workload half (test/kwokcluster), started by
+	// the first test's env (newEnv); BenchmarkConverge runs without it.
+	nodes testenv.Cluster
+)
 
-func TestMain(m *testing.M) { testenv.Main(m, &cp) }
+func TestMain(m *testing.M) { testenv.MainWithCluster(m, &cp, &nodes) }

@@ -60,7 +60,6 @@ func TestMigrationCountedOnceAcrossConflicts(t *testing.T) {
 	e.create(simulator)
 	// No gateway has accepted a pool yet: the route stays at dual.
 	e.waitPhase("sim", convention.PhaseDual)
-	e.simulateWorkloads(false)
 	e.waitCondition("sim", "MainWorkloadReady", "True", "")
 
 	before := migrations(t, convention.PhaseV1)

@@ -75,7 +75,6 @@ func TestMultiNodeAndPrefill(t *testing.T) {
 
 	// Everything but the LeaderWorkerSets is ready: the service is not.
 	testenv.Eventually(t, "not Ready while the LeaderWorkerSets are not available", func() error {
-		e.simulateWorkloads(false)
 		e.simulateRoutes()
 		e.simulatePools()
 		svc := e.service("mn")

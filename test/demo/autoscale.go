@@ -11,14 +11,19 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
 // Step 9: an HPA on qwen's decode Deployment, which "scales" it to
-// autoscaleReplicas. There is no metrics server: the demo writes the scale
-// and the HPA's status as the HPA controller would.
+// autoscaleReplicas. The HPA controller runs (kube-controller-manager), but
+// there is no metrics server, so it cannot decide anything: the demo writes
+// the scale and the HPA's status as the HPA controller would once it had
+// metrics. The real one, failing to get metrics, keeps the desired count,
+// reports the current one and leaves the scale as it is, as odh-serving
+// does.
 const (
 	autoscaleService  = "qwen"
 	autoscaleReplicas = 4
@@ -30,7 +35,7 @@ const (
 // 9. Scale one service with a simulated HPA and show the controller leave
 // the count alone.
 func (d *demo) autoscale(ctx context.Context) error {
-	d.header(fmt.Sprintf("Autoscale %s with a SIMULATED HPA (no metrics server: the demo writes the scale as the HPA controller would)", autoscaleService))
+	d.header(fmt.Sprintf("Autoscale %s with an HPA (the HPA controller runs, but with no metrics server the demo writes its decision: the scale)", autoscaleService))
 	target, dep, err := d.decodeOf(ctx, autoscaleService)
 	if err != nil {
 		return err
@@ -61,24 +66,31 @@ func (d *demo) autoscale(ctx context.Context) error {
 	}
 	d.say("the controller stopped applying spec.replicas and kept the count at %d (%s)", ptrDeref(dep.Spec.Replicas), replicasOwners(dep))
 
-	s := &autoscalingv1.Scale{}
-	if err := d.c.SubResource("scale").Get(ctx, dep, s); err != nil {
-		return fmt.Errorf("get the scale of Deployment %s: %w", dep.Name, err)
-	}
-	s.Spec.Replicas = autoscaleReplicas
-	if err := d.c.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(s), client.FieldOwner(hpaManager)); err != nil {
+	// The scale carries the Deployment's resourceVersion, which
+	// kube-controller-manager moves whenever it writes the Deployment's
+	// status: a conflict is read again and retried, as the HPA
+	// controller's next sync would.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &autoscalingv1.Scale{}
+		if err := d.c.SubResource("scale").Get(ctx, dep, s); err != nil {
+			return err
+		}
+		s.Spec.Replicas = autoscaleReplicas
+		return d.c.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(s), client.FieldOwner(hpaManager))
+	})
+	if err != nil {
 		return fmt.Errorf("scale Deployment %s: %w", dep.Name, err)
 	}
-	if err := d.c.Get(ctx, client.ObjectKeyFromObject(hpa), hpa); err != nil {
-		return err
-	}
-	hpa.Status = autoscalingv2.HorizontalPodAutoscalerStatus{
-		CurrentReplicas: d.out.ScaledBefore, DesiredReplicas: autoscaleReplicas, LastScaleTime: ptrTo(metav1.Now()),
-		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{
-			Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale", LastTransitionTime: metav1.Now(),
-		}},
-	}
-	if err := d.c.Status().Update(ctx, hpa); err != nil {
+	// The HPA controller writes this status too: a conflict means it did,
+	// and the write is made again on what it wrote.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(hpa), hpa); err != nil {
+			return err
+		}
+		hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, hpa.Status.LastScaleTime = d.out.ScaledBefore, autoscaleReplicas, ptrTo(metav1.Now())
+		return d.c.Status().Update(ctx, hpa)
+	})
+	if err != nil {
 		return fmt.Errorf("status of HorizontalPodAutoscaler %s: %w", hpaName, err)
 	}
 	if err := d.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
@@ -108,7 +120,7 @@ func (d *demo) autoscale(ctx context.Context) error {
 	}
 	d.out.ScaledAfter, d.out.ScaledGenerationKept = ptrDeref(dep.Spec.Replicas), dep.Generation == generation
 	d.out.ScaledOwnedByHPA = ownsReplicas(dep, hpaManager) && !ownsReplicas(dep, "odh-serving")
-	d.say("after the controller reconciled %s: Deployment %s at %d replicas, %d ready (simulated), generation %d (the controller wrote nothing to it), %s",
+	d.say("after the controller reconciled %s: Deployment %s at %d replicas, %d pods ready, generation %d (neither odh-serving nor the HPA controller wrote it), %s",
 		target, dep.Name, d.out.ScaledAfter, dep.Status.ReadyReplicas, dep.Generation, replicasOwners(dep))
 	out, err := d.status(ctx)
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
@@ -78,7 +79,9 @@ type outcome struct {
 	// Webhooks says the API server reached the controller's webhook.
 	Webhooks bool
 	// MaaS is what step 10 showed; nil when it was skipped.
-	MaaS    *maasOutcome
+	MaaS *maasOutcome
+	// GPU is what steps 11 to 13 showed.
+	GPU     *gpuOutcome
 	Elapsed time.Duration
 }
 
@@ -105,6 +108,9 @@ type demo struct {
 	// apiServer is the MaaS API server's process; nil without MaaS.
 	apiServer    *os.Process
 	dataplanePID int
+	// clusterPIDs are kube-scheduler's, kube-controller-manager's and
+	// kwok's (test/kwokcluster).
+	clusterPIDs []int
 	// lastStatus is the status table printed last.
 	lastStatus string
 	// dataplaneLog receives the in-process simulated data plane's lines.
@@ -155,7 +161,8 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 func (d *demo) run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
-		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.maas, d.finish,
+		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.maas,
+		d.gpuServices, d.gpuFix, d.garbageCollect, d.finish,
 	} {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("step %d: %w", d.step, err)
@@ -167,7 +174,7 @@ func (d *demo) run(ctx context.Context) error {
 // 1. Build odh-serving; build (the first time) or reuse etcd, kube-apiserver
 // and helm, and kubectl for a kept environment.
 func (d *demo) build(ctx context.Context) error {
-	tools, args := []string{"etcd", "kube-apiserver", "helm"}, []string{"demo"}
+	tools, args := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "helm"}, []string{"demo"}
 	if d.cfg.Keep {
 		tools, args = append(tools, "kubectl"), append(args, "kubectl")
 	}
@@ -201,7 +208,7 @@ func (d *demo) build(ctx context.Context) error {
 
 // 2. Start the local cluster.
 func (d *demo) startCluster(ctx context.Context) error {
-	d.header("Start kube-apiserver and etcd on loopback (no kubelet, no CRDs yet)")
+	d.header("Start the cluster on loopback: kube-apiserver and etcd, kube-scheduler, kube-controller-manager, kwok's simulated GPU nodes (no CRDs yet)")
 	opts := localcluster.Options{Dir: d.cfg.Dir, AssetsDir: d.assets}
 	d.onTeardown(func() error {
 		if err := os.Remove(filepath.Join(d.cfg.Dir, stateFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -249,6 +256,60 @@ func (d *demo) startCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
+	return d.startWorkloadHalf(ctx)
+}
+
+// startWorkloadHalf registers kwok's nodes and starts kube-scheduler,
+// kube-controller-manager and kwok as detached processes (a kept
+// environment keeps them), then waits until they work.
+func (d *demo) startWorkloadHalf(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	procs, err := kwokcluster.Processes(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port)
+	if err != nil {
+		return err
+	}
+	nodes := kwokcluster.DefaultNodes()
+	if err := kwokcluster.CreateNodes(ctx, d.c, nodes); err != nil {
+		return err
+	}
+	var exited []<-chan error
+	for _, p := range procs {
+		proc, done, err := detach.Start(p.Args, nil, p.Log)
+		if err != nil {
+			return err
+		}
+		d.clusterPIDs, exited = append(d.clusterPIDs, proc.Pid), append(exited, done)
+		d.onTeardown(stopProcess(proc, d.cfg.Dir))
+		d.say("%s pid %d, log %s", p.Name, proc.Pid, d.rel(p.Log))
+	}
+	if err := d.saveState(); err != nil {
+		return err
+	}
+	alive := func() error {
+		for i, done := range exited {
+			select {
+			case err := <-done:
+				return fmt.Errorf("%s exited (%w); %s ends with:\n%s", procs[i].Name, err, d.rel(procs[i].Log), tailFile(procs[i].Log))
+			default:
+			}
+		}
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, d.timeout())
+	defer cancel()
+	if err := kwokcluster.Wait(waitCtx, d.c, nodes, port, alive); err != nil {
+		return err
+	}
+	d.say("controllers: %s", strings.Join(kwokcluster.Controllers, ", "))
+	d.say("nodes Ready (simulated by kwok, labelled %s=kwok; no container runs):", kwokcluster.TypeLabel)
+	table, err := nodeTable(ctx, d.c)
+	if err != nil {
+		return err
+	}
+	d.block(table)
 	return nil
 }
 
@@ -267,7 +328,7 @@ func (d *demo) stopLeftovers() error {
 // saveState records the processes started so far, so `down` (or the next
 // run) can stop them even if this run is killed.
 func (d *demo) saveState() error {
-	st := keptState{DataPlanePID: d.dataplanePID, Dir: d.cfg.Dir}
+	st := keptState{DataPlanePID: d.dataplanePID, ClusterPIDs: d.clusterPIDs, Dir: d.cfg.Dir}
 	if d.controller != nil {
 		st.ControllerPID = d.controller.Pid
 	}
@@ -438,7 +499,7 @@ func (d *demo) controllerGone(logPath string) error {
 		if err == nil {
 			err = errors.New("exit status 0")
 		}
-		return fmt.Errorf("the controller exited (%w); %s ends with:\n%s", err, d.rel(logPath), tailFile(logPath, 20))
+		return fmt.Errorf("the controller exited (%w); %s ends with:\n%s", err, d.rel(logPath), tailFile(logPath))
 	default:
 		return nil
 	}
@@ -529,7 +590,7 @@ func (d *demo) deployServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("before the data plane starts nothing runs, so nothing is Ready:")
+	d.say("before the simulated gateway starts no route is accepted, so nothing is Ready:")
 	d.block(out)
 	d.lastStatus = out
 	return nil
@@ -574,7 +635,7 @@ func (d *demo) status(ctx context.Context) (string, error) {
 
 // 6. Start the simulated data plane.
 func (d *demo) startDataPlane(ctx context.Context) error {
-	d.header("Start the SIMULATED data plane (test/simdataplane: plays kubelet, the LWS operator and the gateway)")
+	d.header("Start the SIMULATED rest of the data plane (test/simdataplane: plays the gateway and the LWS operator)")
 	delay := d.cfg.V1PoolDelay
 	if delay == 0 {
 		delay = simdataplane.DefaultV1PoolDelay
@@ -607,7 +668,8 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 			return <-done
 		})
 	}
-	d.say("Deployments and LeaderWorkerSets of services: Available, all replicas ready (no Pod runs)")
+	d.say("LeaderWorkerSets of services: Available, all groups ready (the LWS operator does not run: no StatefulSet or Pod of theirs)")
+	d.say("Deployments are real: kube-controller-manager makes their ReplicaSets and Pods, kube-scheduler places them, kwok runs them")
 	d.say("Gateways: Programmed at %s (nothing listens there)", simdataplane.DefaultGatewayAddress)
 	d.say("routes and pools: parent status from the gateway; v1alpha2 pools accepted at once, v1 pools %s later", delay)
 	d.say("log: %s", d.rel(logPath))
@@ -651,6 +713,12 @@ func (d *demo) watchStatus(ctx context.Context) error {
 	d.out.Objects = objects
 	d.say("what each service got, by kind (children labelled %s=llminferenceservice):", partOf)
 	d.block(objectTable(objects, d.services))
+	table, err := nodeTable(ctx, d.c)
+	if err != nil {
+		return err
+	}
+	d.say("where their pods run (CPU presets: no GPU asked for, so the scheduler spreads them over every node):")
+	d.block(table)
 	return nil
 }
 
@@ -709,7 +777,7 @@ func (d *demo) upgrade(ctx context.Context) error {
 		return err
 	}
 	d.out.UpgradedReady = true
-	d.say("Deployment %s/%s: replicas %d -> %d, generation %d -> %d, %d/%d ready (simulated); %s Ready again",
+	d.say("Deployment %s/%s: replicas %d -> %d, generation %d -> %d, %d/%d pods ready; %s Ready again",
 		after.Namespace, after.Name, d.out.DecodeBefore, d.out.DecodeAfter, before.Generation, after.Generation,
 		after.Status.ReadyReplicas, d.out.DecodeAfter, target)
 	return nil
@@ -750,7 +818,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 // 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
-		d.header("Tear down: stop the simulated data plane, the API server, the controller, kube-apiserver and etcd")
+		d.header("Tear down: stop the simulated data plane, the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
 		if err := d.tearDown(); err != nil {
 			return err
 		}
@@ -762,12 +830,13 @@ func (d *demo) finish(_ context.Context) error {
 	d.say("export KUBECONFIG=%s", d.kubeconfig)
 	d.say("export PATH=%s:$PATH   # kubectl and helm", d.assets)
 	d.say("kubectl get llminferenceservices,deployments,leaderworkersets,inferencepools.inference.networking.k8s.io,httproutes -n demo")
+	d.say("kubectl get nodes,pods -A -o wide")
 	if d.apiServer != nil {
 		d.say("kubectl get models -A --as alice --as-group %s; kubectl get models -A --as bob", premiumGroup)
 	}
 	d.say("bin/odh-serving status -A")
 	d.say("helm list -A")
-	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log", d.rel(d.cfg.Dir))
+	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log, %s/kwokcluster/{kube-scheduler,kube-controller-manager,kwok}.log", d.rel(d.cfg.Dir), d.rel(d.cfg.Dir))
 	d.say("stop everything: go run ./test/demo down")
 	d.say("demo done in %.1fs", d.elapsed().Seconds())
 	return nil
@@ -776,10 +845,12 @@ func (d *demo) finish(_ context.Context) error {
 // keptState records the demo's processes besides the cluster's: what down
 // needs to stop a kept environment or the leftovers of a killed run.
 type keptState struct {
-	ControllerPID int    `json:"controllerPid"`
-	APIServerPID  int    `json:"apiServerPid,omitempty"`
-	DataPlanePID  int    `json:"dataPlanePid"`
-	Dir           string `json:"dir"`
+	ControllerPID int `json:"controllerPid"`
+	APIServerPID  int `json:"apiServerPid,omitempty"`
+	DataPlanePID  int `json:"dataPlanePid"`
+	// ClusterPIDs: kube-scheduler, kube-controller-manager and kwok.
+	ClusterPIDs []int  `json:"clusterPids,omitempty"`
+	Dir         string `json:"dir"`
 }
 
 // down stops what a DEMO_KEEP=1 run left: the simulated data plane, the
@@ -794,7 +865,7 @@ func down(dir string, out io.Writer) error {
 		if err := json.Unmarshal(data, &st); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		for _, pid := range []int{st.DataPlanePID, st.APIServerPID, st.ControllerPID} {
+		for _, pid := range append([]int{st.DataPlanePID, st.APIServerPID, st.ControllerPID}, st.ClusterPIDs...) {
 			errs = append(errs, detach.Stop(pid, st.Dir, 15*time.Second))
 		}
 		errs = append(errs, os.Remove(path))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,12 +20,15 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
-// TestIntegrationDemo runs the demo's eleven steps with the cluster and the
-// simulated data plane inside the test, and checks what they achieved: every
-// service Ready with its route on the v1 InferencePool, the children the
-// engine renders for each service (kind by kind) live in the cluster, and
-// the helm upgrade scaled the decode Deployment, and the simulated HPA's
-// count was left alone.
+// TestIntegrationDemo runs the demo's fourteen steps with the cluster and
+// the simulated data plane started by the test, and checks what they
+// achieved: every service Ready with its route on the v1 InferencePool, the
+// children the engine renders for each service (kind by kind) live in the
+// cluster, the helm upgrade scaled the decode Deployment, the HPA's count
+// was left alone, the GPU services' pods ran on GPU nodes sized by their
+// tensor parallelism, the oversized one was reported unschedulable in the
+// scheduler's words and ran after the fix, and its deletion left no
+// Deployment, ReplicaSet or Pod.
 func TestIntegrationDemo(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -83,10 +87,50 @@ func TestIntegrationDemo(t *testing.T) {
 	if _, err := localcluster.HostIP(); err == nil {
 		checkMaaS(t, res.MaaS)
 	}
-	for _, line := range []string{"1/11 Build", "3/11 helm install", "7/11 Watch", "9/11 Autoscale", "10/11 Models-as-a-Service", "11/11 Tear down",
-		"hpa/qwen-hpa:2/4", "dual", "demo done in"} {
+	checkGPU(t, res.GPU)
+	// The HPA's desired count; its current one is 2 as the demo writes it,
+	// or 4 once the HPA controller has reported the scale.
+	if !regexp.MustCompile(`hpa/qwen-hpa:[24]/4 `).MatchString(out.String()) {
+		t.Error("the output lacks the HPA's counts hpa/qwen-hpa:2/4 or :4/4")
+	}
+	for _, line := range []string{"1/14 Build", "3/14 helm install", "7/14 Watch", "9/14 Autoscale", "10/14 Models-as-a-Service",
+		"11/14 GPU services", "12/14 Fix big", "13/14 Delete big", "14/14 Tear down",
+		"dual", "kwok-gpu-0   NVIDIA-H100-80GB-HBM3", "0/6 nodes are available: ", "demo done in"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the output lacks %q", line)
+		}
+	}
+}
+
+// checkGPU: qwen-gpu's two pods ran on GPU nodes with 2 GPUs each (tensor
+// parallel 2); big was not Ready for lack of GPUs, in the scheduler's
+// words, then Ready on 8 GPUs; deleting it removed its Deployments,
+// ReplicaSets and Pods.
+func checkGPU(t *testing.T, g *gpuOutcome) {
+	t.Helper()
+	if g == nil {
+		t.Fatal("the demo did not reach the GPU steps")
+	}
+	if len(g.GPUPods) != 2 {
+		t.Errorf("qwen-gpu pods Running on GPU nodes: %v, want 2", g.GPUPods)
+	}
+	for name, n := range g.GPUPods {
+		if n != 2 {
+			t.Errorf("pod %s requests %d GPUs, want 2 (tensor parallel 2)", name, n)
+		}
+	}
+	if !strings.Contains(g.Unschedulable, "Unschedulable: 0/6 nodes are available: ") || !strings.Contains(g.Unschedulable, "Insufficient nvidia.com/gpu") {
+		t.Errorf("big's Ready message before the fix: %q; want the scheduler's Unschedulable message", g.Unschedulable)
+	}
+	if !g.FixedReady {
+		t.Error("big was not Ready on 8 GPUs of a GPU node after the fix")
+	}
+	if g.Collected["Deployment"] == 0 || g.Collected["ReplicaSet"] == 0 || g.Collected["Pod"] == 0 {
+		t.Errorf("before the deletion big had %v; want Deployments, ReplicaSets and Pods", g.Collected)
+	}
+	for kind, n := range g.Left {
+		if n != 0 {
+			t.Errorf("%d %s of big left after its deletion", n, kind)
 		}
 	}
 }

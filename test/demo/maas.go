@@ -103,7 +103,7 @@ func (d *demo) startAPIServer(ctx context.Context) error {
 	err = d.poll(ctx, "APIService "+apiServiceName+" Available", 300*time.Millisecond, func() (bool, error) {
 		select {
 		case err := <-exited:
-			return false, fmt.Errorf("the API server exited (%w); %s ends with:\n%s", err, d.rel(logPath), tailFile(logPath, 20))
+			return false, fmt.Errorf("the API server exited (%w); %s ends with:\n%s", err, d.rel(logPath), tailFile(logPath))
 		default:
 		}
 		svc := &unstructured.Unstructured{}
@@ -122,7 +122,7 @@ func (d *demo) startAPIServer(ctx context.Context) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w (last: %s); %s ends with:\n%s", err, last, d.rel(logPath), tailFile(logPath, 20))
+		return fmt.Errorf("%w (last: %s); %s ends with:\n%s", err, last, d.rel(logPath), tailFile(logPath))
 	}
 	d.say("pid %d as ServiceAccount %s/%s (the chart's RBAC only); EndpointSlice %s-localhost -> %s:%d; APIService %s Available (CA injected by the controller)",
 		proc.Pid, systemNamespace, apiServerService, apiServerService, ip, port, apiServiceName)

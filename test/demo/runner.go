@@ -48,7 +48,7 @@ type runner struct {
 	teardown []func() error
 }
 
-const steps = 11
+const steps = 14
 
 // header prints a step's title with the time since the start.
 func (r *runner) header(title string) {
@@ -158,8 +158,9 @@ func stopProcess(p *os.Process, marker string) func() error {
 	return func() error { return detach.Stop(p.Pid, marker, 15*time.Second) }
 }
 
-// tailFile returns the last lines of a log for an error message.
-func tailFile(path string, lines int) string {
+// tailFile returns the last 20 lines of a log for an error message.
+func tailFile(path string) string {
+	const lines = 20
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

@@ -16,8 +16,9 @@ import (
 )
 
 // objectsByService counts, for each service, the objects of every listable
-// kind the API server serves that carry the children's labels. Asking
-// discovery instead of naming kinds shows whatever the controller made.
+// kind the API server serves that carry the children's labels and are not
+// controlled by anything but a service. Asking discovery instead of naming
+// kinds shows whatever the controller made.
 func (d *demo) objectsByService(ctx context.Context) (map[string]map[string]int, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(d.restCfg)
 	if err != nil {
@@ -60,6 +61,12 @@ func (d *demo) objectsByService(ctx context.Context) (map[string]map[string]int,
 			for _, o := range objs.Items {
 				s, ok := byName[o.Labels["app.kubernetes.io/name"]]
 				if !ok || (r.Namespaced && o.Namespace != s.Namespace) {
+					continue
+				}
+				// The cluster's controllers pass the labels on to what they
+				// make of the children (ReplicaSets, Pods, EndpointSlices):
+				// those are not the service's children.
+				if ref := metav1.GetControllerOfNoCopy(&o); ref != nil && ref.Kind != "LLMInferenceService" {
 					continue
 				}
 				all = append(all, found{service: s.String(), gk: schema.GroupKind{Group: gv.Group, Kind: r.Kind}})

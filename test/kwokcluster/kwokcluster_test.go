@@ -1,7 +1,6 @@
 package kwokcluster_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -66,23 +65,7 @@ func pods(t *testing.T, ns, app string) []corev1.Pod {
 func namespace(t *testing.T) string {
 	t.Helper()
 	ns := testenv.NewNamespace(t, cp.Client, "kwok")
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if err := cp.Client.Delete(ctx, obj); err != nil {
-			t.Fatalf("delete namespace %s: %v", ns, err)
-		}
-		testenv.Within(t, time.Minute, "namespace "+ns+" has no pods left", func() error {
-			list := &corev1.PodList{}
-			if err := cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-				return err
-			}
-			if len(list.Items) > 0 {
-				return fmt.Errorf("%d pods left, first %s", len(list.Items), list.Items[0].Name)
-			}
-			return nil
-		})
-	})
+	testenv.DeleteNamespaceAtEnd(t, cp.Client, ns, time.Minute)
 	return ns
 }
 

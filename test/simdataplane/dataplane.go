@@ -36,7 +36,8 @@ const (
 	FieldManager = "odh-serving-simulated-dataplane"
 )
 
-// DefaultWorkloadSelector selects the children of LLMInferenceServices.
+// DefaultWorkloadSelector selects the LeaderWorkerSets of
+// LLMInferenceServices.
 var DefaultWorkloadSelector = labels.SelectorFromSet(labels.Set{"app.kubernetes.io/part-of": "llminferenceservice"})
 
 // Options tune the simulation. The zero value means every default.
@@ -48,9 +49,8 @@ type Options struct {
 	// GatewayAddress is written on every Programmed Gateway: an IP address
 	// or a host name.
 	GatewayAddress string
-	// WorkloadSelector picks the Deployments and LeaderWorkerSets reported
-	// Available; others (the chart's own controller Deployment, which never
-	// runs here) are left alone.
+	// WorkloadSelector picks the LeaderWorkerSets reported Available;
+	// others are left alone.
 	WorkloadSelector labels.Selector
 	// ControllerName is the gateway controller named in route and pool
 	// parent statuses; statuses of other controllers are kept.
@@ -91,7 +91,7 @@ type DataPlane struct {
 	served map[schema.GroupKind]bool
 }
 
-// Kinds the simulator works on; the Gateway API and Deployments are
+// Kinds the simulator works on; the Gateway API is
 // required, the others are skipped when their CRD is missing.
 var (
 	gkLWS         = schema.GroupKind{Group: lwsv1.GroupVersion.Group, Kind: "LeaderWorkerSet"}
@@ -160,7 +160,7 @@ func New(cfg *rest.Config, opts Options) (*DataPlane, error) {
 
 // Start runs the simulation until ctx is done.
 func (d *DataPlane) Start(ctx context.Context) error {
-	d.logf("started: workloads %q become Available, gateways Programmed at %s, v1 InferencePools accepted %s after they appear",
+	d.logf("started: LeaderWorkerSets %q become Available, gateways Programmed at %s, v1 InferencePools accepted %s after they appear",
 		d.opts.WorkloadSelector, d.opts.GatewayAddress, d.opts.V1PoolDelay)
 	if err := d.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("simulated data plane: %w", err)
@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 }
 
 func (d *DataPlane) setup() error {
-	steps := []func() error{d.setupDeployments, d.setupGatewayClasses, d.setupGateways, d.setupRoutes}
+	steps := []func() error{d.setupGatewayClasses, d.setupGateways, d.setupRoutes}
 	if d.served[gkLWS] {
 		steps = append(steps, d.setupLWS)
 	}

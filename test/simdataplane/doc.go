@@ -1,14 +1,16 @@
-// Package simdataplane is a SIMULATED data plane for a cluster that has an
-// API server and nothing else (test/localcluster, envtest): no kubelet, no
-// kube-controller-manager, no gateway, no LeaderWorkerSet operator. It plays
-// those controllers just far enough for odh-serving's controller to see its
+// Package simdataplane is a SIMULATED data plane for what the cluster in
+// the box cannot run yet: the gateway and the LeaderWorkerSet operator.
+// Deployments, ReplicaSets and Pods are real there (test/kwokcluster:
+// kube-controller-manager, kube-scheduler and kwok's nodes); this package
+// plays the rest just far enough for odh-serving's controller to see its
 // services become Ready and its routes move from the v1alpha2 to the v1
 // InferencePool:
 //
-//   - Deployments and LeaderWorkerSets that carry the workload selector
-//     (default app.kubernetes.io/part-of=llminferenceservice, the label every
-//     child of an LLMInferenceService has) are reported Available with all
-//     replicas ready. No Pod exists; nothing serves a request.
+//   - LeaderWorkerSets that carry the workload selector (default
+//     app.kubernetes.io/part-of=llminferenceservice, the label every child
+//     of an LLMInferenceService has) are reported Available with all groups
+//     ready. The LWS operator does not run (docs/demo.md says why): no
+//     StatefulSet or Pod of theirs exists.
 //   - Every GatewayClass is Accepted; every Gateway is Accepted and
 //     Programmed with a made-up address (default 192.0.2.10, a documentation
 //     address) and per-listener status with the routes attached to it.
