@@ -45,6 +45,13 @@ type Options struct {
 	// the system namespace.
 	InternalGatewayName      string
 	InternalGatewayNamespace string
+	// MaaSGatewayName and MaaSGatewayNamespace name the Models-as-a-Service
+	// gateway (ODH's maas-default-gateway). With Tiers, the managed route
+	// of a service whose tiers annotation grants a tier attaches to it too,
+	// and one that grants none does not. Default: none; the namespace
+	// defaults to the system namespace.
+	MaaSGatewayName      string
+	MaaSGatewayNamespace string
 	// StorageInitializerImage downloads hf:// and s3:// models. Default:
 	// Images["storageInitializer"], else KServe's storage-initializer.
 	StorageInitializerImage string
@@ -202,6 +209,9 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
 		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups, Auth: opts.Auth,
+	}
+	if opts.Tiers != nil && opts.MaaSGatewayName != "" && !p.Stopped && len(opts.Tiers.Grant(tier.ReadAnnotation(p.svc.Annotations)).Tiers) > 0 {
+		bopts.MaaSGateway = build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace}
 	}
 	children, err := build.Children(p.svc, p.Spec, bopts)
 	if err != nil {

@@ -33,6 +33,9 @@ func (o Options) Defaults() Options {
 	if o.InternalGatewayName != "" && o.InternalGatewayNamespace == "" {
 		o.InternalGatewayNamespace = o.SystemNamespace
 	}
+	if o.MaaSGatewayName != "" && o.MaaSGatewayNamespace == "" {
+		o.MaaSGatewayNamespace = o.SystemNamespace
+	}
 	if o.CertMode == "" {
 		o.CertMode = convention.CertSelfSigned
 	}
@@ -88,6 +91,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"a Gateway for in-cluster callers (the chart's is "+convention.InternalGatewayName+
 			"): managed routes on the ingress gateway attach to it too; empty: none")
 	fs.StringVar(&o.InternalGatewayNamespace, "internal-gateway-namespace", "", "its namespace; default: the system namespace")
+	fs.StringVar(&o.MaaSGatewayName, "maas-gateway-name", "",
+		"the Models-as-a-Service Gateway (ODH's maas-default-gateway): with MaaS tiers, the managed route of a service "+
+			"whose tiers annotation grants a tier attaches to it too; empty: none")
+	fs.StringVar(&o.MaaSGatewayNamespace, "maas-gateway-namespace", "", "its namespace; default: the system namespace")
 	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): a service annotated "+
 		convention.AnnotationEnableAuth+`="false" gets an anonymous AuthPolicy on its route`)
 	fs.StringToStringVar(&o.Images, "image", nil, "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml "+

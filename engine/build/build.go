@@ -36,6 +36,10 @@ type Options struct {
 	// InternalGateway, when named, is a gateway for in-cluster callers: a
 	// managed route attached to IngressGateway attaches to it too.
 	InternalGateway GatewayRef
+	// MaaSGateway, when named, is the Models-as-a-Service gateway: the
+	// managed route attaches to it too. The engine names it only for a
+	// service whose tiers annotation grants a tier.
+	MaaSGateway GatewayRef
 	// GatewayTLS is what tells the gateway to originate TLS to the
 	// backends: Istio DestinationRules, Gateway API BackendTLSPolicies, or
 	// nothing (empty or none).

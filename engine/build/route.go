@@ -45,6 +45,7 @@ func (b *builder) route() error {
 		return fmt.Errorf("spec.router.route.http.spec.parentRefs: the route attaches to no gateway; set gateway.refs or use the route preset")
 	}
 	spec.ParentRefs = b.withInternalGateway(spec.ParentRefs)
+	spec.ParentRefs = b.withGateway(spec.ParentRefs, b.opts.MaaSGateway)
 	spec.Rules = b.modelRouting(spec.Rules)
 	if err := b.checkRoute(spec.Rules); err != nil {
 		return err
@@ -68,37 +69,33 @@ func (b *builder) route() error {
 // ingress gateway, so in-cluster callers reach every route the ingress
 // serves. Routes attached elsewhere by the user stay as written.
 func (b *builder) withInternalGateway(parents []gatewayv1.ParentReference) []gatewayv1.ParentReference {
-	internal := b.opts.InternalGateway
-	if internal.Name == "" {
+	if !slices.ContainsFunc(parents, func(p gatewayv1.ParentReference) bool { return b.isGateway(p, b.opts.IngressGateway) }) {
 		return parents
 	}
-	is := func(p gatewayv1.ParentReference, g GatewayRef) bool {
-		ns := b.svc.Namespace
-		if p.Namespace != nil {
-			ns = string(*p.Namespace)
-		}
-		isGateway := (p.Kind == nil || *p.Kind == "Gateway") && (p.Group == nil || *p.Group == gatewayv1.GroupName)
-		return isGateway && string(p.Name) == g.Name && ns == g.Namespace
-	}
-	var ingress *gatewayv1.ParentReference
-	for i := range parents {
-		if is(parents[i], internal) {
-			return parents
-		}
-		if ingress == nil && is(parents[i], b.opts.IngressGateway) {
-			ingress = &parents[i]
-		}
-	}
-	if ingress == nil {
+	return b.withGateway(parents, b.opts.InternalGateway)
+}
+
+// withGateway adds g to parents unless it is empty or there already.
+func (b *builder) withGateway(parents []gatewayv1.ParentReference, g GatewayRef) []gatewayv1.ParentReference {
+	if g.Name == "" || slices.ContainsFunc(parents, func(p gatewayv1.ParentReference) bool { return b.isGateway(p, g) }) {
 		return parents
 	}
-	ref := gatewayv1.ParentReference{
+	return append(parents, gatewayv1.ParentReference{
 		Group:     ptr(gatewayv1.Group(gatewayv1.GroupName)),
 		Kind:      ptr(gatewayv1.Kind("Gateway")),
-		Name:      gatewayv1.ObjectName(internal.Name),
-		Namespace: ptr(gatewayv1.Namespace(internal.Namespace)),
+		Name:      gatewayv1.ObjectName(g.Name),
+		Namespace: ptr(gatewayv1.Namespace(g.Namespace)),
+	})
+}
+
+// isGateway says whether the parent p is the Gateway g.
+func (b *builder) isGateway(p gatewayv1.ParentReference, g GatewayRef) bool {
+	ns := b.svc.Namespace
+	if p.Namespace != nil {
+		ns = string(*p.Namespace)
 	}
-	return append(parents, ref)
+	isGateway := (p.Kind == nil || *p.Kind == "Gateway") && (p.Group == nil || *p.Group == gatewayv1.GroupName)
+	return isGateway && string(p.Name) == g.Name && ns == g.Namespace
 }
 
 // backends rewrites references to the service's own InferencePool (in

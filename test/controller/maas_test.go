@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
@@ -28,9 +29,9 @@ const maasTiers = `
 // startMaaS runs a controller with MaaS on, its tier ConfigMap in the
 // system namespace holding maasTiers, and tier namespaces named after the
 // test's namespace.
-func startMaaS(t *testing.T) (*env, *tier.Config) {
+func startMaaS(t *testing.T, mods ...func(*controller.Options)) (*env, *tier.Config) {
 	t.Helper()
-	e := newEnv(t, func(o *controller.Options) { o.MaaS, o.SyncPeriod = true, time.Second })
+	e := newEnv(t, append([]func(*controller.Options){func(o *controller.Options) { o.MaaS, o.SyncPeriod = true, time.Second }}, mods...)...)
 	e.opts.Tiers.NamespacePrefix = e.ns + "-tier-"
 	e.must(e.c.Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.sys, Name: tier.ConfigMapName},
@@ -207,4 +208,53 @@ func TestMaaSTierAccess(t *testing.T) {
 	if e.mayPost(tiers, "premium", "sim") {
 		t.Error("the premium tier may still post to a service that is no longer published")
 	}
+}
+
+// waitParents waits until the managed route of service names exactly the
+// gateways want (namespace/name) as its parents.
+func (e *env) waitParents(service string, want ...string) {
+	e.t.Helper()
+	slices.Sort(want)
+	testenv.Eventually(e.t, fmt.Sprintf("the route of %s attaches to %v", service, want), func() error {
+		route := &gatewayv1.HTTPRoute{}
+		if err := e.c.Get(context.Background(), clientKey(e.ns, service+"-kserve-route"), route); err != nil {
+			return err
+		}
+		var got []string
+		for _, p := range route.Spec.ParentRefs {
+			ns := e.ns
+			if p.Namespace != nil {
+				ns = string(*p.Namespace)
+			}
+			got = append(got, ns+"/"+string(p.Name))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("parents %v", got)
+		}
+		return nil
+	})
+}
+
+// TestMaaSGatewayParent: a service published to a tier that the tier list
+// knows attaches to the MaaS gateway too (a second parent of its managed
+// route), and is detached when it grants no tier (only unknown names) or
+// is no longer published; published to every tier, it is attached again.
+func TestMaaSGatewayParent(t *testing.T) {
+	const maasGateway = "maas-ingress/maas-default-gateway"
+	e, _ := startMaaS(t, func(o *controller.Options) {
+		o.MaaSGatewayName, o.MaaSGatewayNamespace = "maas-default-gateway", "maas-ingress"
+	})
+	ingress := e.sys + "/kserve-ingress-gateway"
+	svc := e.decode(simService("sim", managedRouter))
+	svc.Annotations = map[string]string{tier.AnnotationTiers: `["premium"]`}
+	e.must(e.c.Create(t.Context(), svc))
+	e.waitParents("sim", ingress, maasGateway)
+
+	e.setTiers(`["gold"]`)
+	e.waitParents("sim", ingress)
+	e.setTiers(`[]`)
+	e.waitParents("sim", ingress, maasGateway)
+	e.setTiers("")
+	e.waitParents("sim", ingress)
 }
