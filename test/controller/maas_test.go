@@ -210,14 +210,14 @@ func TestMaaSTierAccess(t *testing.T) {
 	}
 }
 
-// waitParents waits until the managed route of service names exactly the
-// gateways want (namespace/name) as its parents.
-func (e *env) waitParents(service string, want ...string) {
+// waitParents waits until the managed route of the service sim names
+// exactly the gateways want (namespace/name) as its parents.
+func (e *env) waitParents(want ...string) {
 	e.t.Helper()
 	slices.Sort(want)
-	testenv.Eventually(e.t, fmt.Sprintf("the route of %s attaches to %v", service, want), func() error {
+	testenv.Eventually(e.t, fmt.Sprintf("the route of sim attaches to %v", want), func() error {
 		route := &gatewayv1.HTTPRoute{}
-		if err := e.c.Get(context.Background(), clientKey(e.ns, service+"-kserve-route"), route); err != nil {
+		if err := e.c.Get(context.Background(), clientKey(e.ns, "sim-kserve-route"), route); err != nil {
 			return err
 		}
 		var got []string
@@ -249,12 +249,12 @@ func TestMaaSGatewayParent(t *testing.T) {
 	svc := e.decode(simService("sim", managedRouter))
 	svc.Annotations = map[string]string{tier.AnnotationTiers: `["premium"]`}
 	e.must(e.c.Create(t.Context(), svc))
-	e.waitParents("sim", ingress, maasGateway)
+	e.waitParents(ingress, maasGateway)
 
 	e.setTiers(`["gold"]`)
-	e.waitParents("sim", ingress)
+	e.waitParents(ingress)
 	e.setTiers(`[]`)
-	e.waitParents("sim", ingress, maasGateway)
+	e.waitParents(ingress, maasGateway)
 	e.setTiers("")
-	e.waitParents("sim", ingress)
+	e.waitParents(ingress)
 }
