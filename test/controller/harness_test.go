@@ -325,7 +325,8 @@ func (e *env) simulateRoutes() {
 		if len(live) == len(parents) && len(parents) > 0 && live[0].Conditions[0].ObservedGeneration == rt.Generation {
 			return false
 		}
-		rt.Status.Parents = append(parents, others...)
+		parents = append(parents, others...)
+		rt.Status.Parents = parents
 		return true
 	}))
 }
