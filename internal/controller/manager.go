@@ -138,7 +138,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if len(opts.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range append(opts.WatchNamespaces, opts.SystemNamespace, opts.IngressGatewayNamespace, opts.InternalGatewayNamespace) {
+		// The gateways' namespaces: their Gateways, and the AuthPolicies
+		// on them that auth needs before it serves a route (auth.go).
+		for _, ns := range append(opts.WatchNamespaces, opts.SystemNamespace, opts.IngressGatewayNamespace, opts.InternalGatewayNamespace,
+			opts.MaaSGatewayNamespace) {
 			if ns != "" {
 				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 			}

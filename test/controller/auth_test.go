@@ -110,16 +110,7 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 		t.Error("HTTPRoute sim-kserve-route exists while no AuthPolicy targets its Gateway")
 	}
 	// The gateway's AuthPolicy, as the chart makes it with auth.enabled.
-	gatewayPolicy := authPolicy().(*unstructured.Unstructured)
-	gatewayPolicy.SetNamespace(e.sys)
-	gatewayPolicy.SetName("kserve-ingress-gateway-authn")
-	e.must(unstructured.SetNestedMap(gatewayPolicy.Object, map[string]any{
-		"targetRef": map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "kserve-ingress-gateway"},
-		"rules": map[string]any{"authentication": map[string]any{"kubernetes-user": map[string]any{
-			"kubernetesTokenReview": map[string]any{"audiences": []any{"https://kubernetes.default.svc"}},
-		}}},
-	}, "spec"))
-	e.must(e.c.Create(context.Background(), gatewayPolicy))
+	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
 	e.waitExists(route, "sim-kserve-route")
 	if e.exists(authPolicy(), "sim-kserve-route-authn") {
 		t.Error("an anonymous AuthPolicy for a service that did not ask to be opened")
@@ -219,4 +210,46 @@ func uninstallCRD(t *testing.T, name string) {
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
+}
+
+// TestAuthPolicyOnTheMaaSGateway: with auth on and namespaces watched, a
+// service published to MaaS attaches to the MaaS gateway too, in a
+// namespace of its own; its route is served only once an AuthPolicy
+// targets that gateway as well as the ingress gateway, which the
+// controller reads there.
+func TestAuthPolicyOnTheMaaSGateway(t *testing.T) {
+	crd := authPolicyCRD(t)
+	installCRD(t, crd)
+	t.Cleanup(func() { uninstallCRD(t, crd.Name) })
+	maasNS := testenv.NewNamespace(t, cp.Client, "maasgw")
+	e, _ := startMaaS(t, withAuth, func(o *controller.Options) {
+		o.MaaSGatewayName, o.MaaSGatewayNamespace = "maas-default-gateway", maasNS
+	})
+	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
+	svc := e.decode(simService("sim", managedRouter))
+	svc.Annotations = map[string]string{"alpha.maas.opendatahub.io/tiers": `["premium"]`}
+	e.must(e.c.Create(t.Context(), svc))
+	got := e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthPolicyMissing)
+	msg := cond(got, httpRoutesReady).Message
+	if want := maasNS + "/maas-default-gateway"; !strings.Contains(msg, want) || strings.Contains(msg, "cannot be read") {
+		t.Errorf("HTTPRoutesReady message %q: want it to name %s, whose AuthPolicies the controller reads", msg, want)
+	}
+	e.createGatewayPolicy(maasNS, "maas-default-gateway")
+	e.waitExists(route, "sim-kserve-route")
+}
+
+// createGatewayPolicy makes an AuthPolicy on the Gateway namespace/name,
+// as the chart makes <gateway>-authn.
+func (e *env) createGatewayPolicy(namespace, gateway string) {
+	e.t.Helper()
+	policy := authPolicy().(*unstructured.Unstructured)
+	policy.SetNamespace(namespace)
+	policy.SetName(gateway + "-authn")
+	e.must(unstructured.SetNestedMap(policy.Object, map[string]any{
+		"targetRef": map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway},
+		"rules": map[string]any{"authentication": map[string]any{"kubernetes-user": map[string]any{
+			"kubernetesTokenReview": map[string]any{"audiences": []any{"https://kubernetes.default.svc"}},
+		}}},
+	}, "spec"))
+	e.must(e.c.Create(context.Background(), policy))
 }
