@@ -266,8 +266,8 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 			}
 		}
 	case apierrors.IsNotFound(err):
-		if k.clusterScoped {
-			// Only labelled cluster-scoped objects are cached: make sure the
+		if _, selected := selectedKinds[k.gvk]; selected {
+			// Only labelled objects of the kind are cached: make sure the
 			// name is not someone else's before taking it.
 			if err := r.checkUncached(ctx, svc, key, k); err != nil {
 				return false, err
@@ -282,10 +282,16 @@ func (r *Reconciler) applyChild(ctx context.Context, svc *v1alpha2.LLMInferenceS
 	return true, nil
 }
 
+// checkUncached asks the API server whether the name of a child the cache
+// does not hold is taken by an object the service does not control. The
+// read is not held to the read limit (limitedReader): one precedes each
+// first apply of a child, so these reads are no more than the writes they
+// guard, and the limit would hold a thousand new services of 16 children
+// back for minutes.
 func (r *Reconciler) checkUncached(ctx context.Context, svc *v1alpha2.LLMInferenceService, key client.ObjectKey, k kind) error {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(k.gvk)
-	err := r.apiReader.Get(ctx, key, meta)
+	err := r.owners.Get(ctx, key, meta)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

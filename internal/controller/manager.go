@@ -6,12 +6,8 @@ import (
 
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -98,9 +94,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 }
 
 // NewManager returns a manager for the controller: its scheme, a cache that
-// keeps only odh-serving's secrets and cluster-scoped children (and only
-// the watched namespaces, with WatchNamespaces), leader election, metrics,
-// health probes and the webhook server. What it reads from the API server
+// keeps, of the kinds users make many of too, only odh-serving's children
+// and secrets (scope.go), and only the watched namespaces with
+// WatchNamespaces; leader election, metrics, health probes and the webhook
+// server. What it reads from the API server
 // (with WatchNamespaces, whether Gateways are served) it reads within ctx
 // and StartTimeout.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
@@ -112,40 +109,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts := cache.Options{
-		DefaultTransform: cacheTransform,
-		NewInformer:      opts.fresh.newInformer,
-		ByObject: map[client.Object]cache.ByObject{
-			// Secrets are many and sensitive: only ours (serving
-			// certificates and the CA carry managed-by).
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelManagedBy: convention.ManagedBy})},
-			// Cluster-scoped children carry the engine's part-of label.
-			&rbacv1.ClusterRoleBinding{}: {Label: labels.SelectorFromSet(labels.Set{convention.LabelPartOf: convention.PartOf})},
-			// Pods of the services' workloads only, slimmed to their
-			// status (pods.go).
-			&corev1.Pod{}: {Label: podSelector, Transform: podTransform},
-		},
-	}
-	if opts.MaaS {
-		// ConfigMaps are many: only the tier list.
-		cacheOpts.ByObject[&corev1.ConfigMap{}] = cache.ByObject{
-			Namespaces: map[string]cache.Config{opts.Tiers.ConfigMapNamespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", opts.Tiers.ConfigMapName),
-		}
-	}
-	if opts.SyncPeriod > 0 {
-		cacheOpts.SyncPeriod = &opts.SyncPeriod
-	}
+	cacheOpts := cacheOptions(opts)
 	if len(opts.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		// The gateways' namespaces: their Gateways, and the AuthPolicies
-		// on them that auth needs before it serves a route (auth.go).
-		for _, ns := range append(opts.WatchNamespaces, opts.SystemNamespace, opts.IngressGatewayNamespace, opts.InternalGatewayNamespace,
-			opts.MaaSGatewayNamespace) {
-			if ns != "" {
-				cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-			}
-		}
 		// Gateways named in gateway.refs may be anywhere. The cache can be
 		// told so only for an API that is served at start.
 		if ok, err := crdServed(ctx, cfg, scheme, crdGateway); err != nil {

@@ -124,7 +124,7 @@ func (r *Reconciler) shadowService(ctx context.Context, p *pass) (string, error)
 		return "", nil
 	}
 	list := &corev1.ServiceList{}
-	if err := r.client.List(ctx, list, client.InNamespace(p.svc.Namespace),
+	if err := r.shadows.List(ctx, list, client.InNamespace(p.svc.Namespace),
 		client.MatchingLabels{convention.LabelIstioInferencePool: p.plan.Names.Pool}); err != nil {
 		return "", fmt.Errorf("list Istio's Services of InferencePool %s/%s: %w", p.svc.Namespace, p.plan.Names.Pool, err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -126,10 +125,6 @@ func (r *Reconciler) workloadPods(ctx context.Context, namespace string, selecto
 	}
 	return list.Items, nil
 }
-
-// podSelector is what the pod cache keeps: the pods of services'
-// workloads.
-var podSelector = labels.SelectorFromSet(labels.Set{convention.LabelPartOf: convention.PartOf})
 
 // podTransform keeps of a pod what causeOf and the selectors read: its
 // name, namespace, labels, deletion and status. The spec, annotations and

@@ -64,8 +64,8 @@ func TestStaleReadsGoToTheAPIServerWithinTheLimit(t *testing.T) {
 	// A burst of 3 and no refill to speak of: the fourth read would wait
 	// beyond ctx's deadline, so it fails at once.
 	limited := limitedReader{reader: api, limiter: flowcontrol.NewTokenBucketRateLimiter(0.001, 3)}
-	r := &Reconciler{kinds: newAvailability(), scheme: scheme, apiReader: limited,
-		client: freshClient{Client: cache, read: &freshReader{cache: cache, api: limited, fresh: fresh, scheme: scheme, indexes: indexes}}}
+	read := &freshReader{cache: cache, api: limited, fresh: fresh, scheme: scheme, indexes: indexes}
+	r := &Reconciler{kinds: newAvailability(), scheme: scheme, apiReader: limited, client: freshClient{Client: cache, read: read}, shadows: read}
 
 	found, err := r.scalersOf(ctx, "ns", gvkDeployment, "llm-kserve")
 	if err != nil || len(found) != 1 {

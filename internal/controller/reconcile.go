@@ -32,6 +32,13 @@ type Reconciler struct {
 	// apiReader reads from the API server, within the read limit, what
 	// the cache does not hold.
 	apiReader client.Reader
+	// shadows reads Istio's Services of InferencePools (scope.go), as
+	// client does.
+	shadows client.Reader
+	// owners reads from the API server, without the read limit, who
+	// holds a child's name before the child is first applied
+	// (checkUncached).
+	owners client.Reader
 	// indexer adds the cache's field indexes, and tells client how to
 	// filter by them what the API server lists.
 	indexer   client.FieldIndexer

@@ -70,8 +70,14 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	apiReader := newLimitedReader(mgr.GetAPIReader())
 	read := &freshReader{cache: mgr.GetClient(), api: apiReader, fresh: opts.fresh, scheme: mgr.GetScheme(), indexes: indexes}
 	fc := freshClient{Client: mgr.GetClient(), read: read}
+	shadows, err := newShadowCache(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reconciler{
 		client: fc, apiReader: apiReader, scheme: mgr.GetScheme(), opts: opts, images: images,
+		shadows:  &freshReader{cache: shadows, api: apiReader, fresh: opts.fresh, scheme: mgr.GetScheme(), indexes: indexes},
+		owners:   mgr.GetAPIReader(),
 		indexer:  recordingIndexer{indexer: mgr.GetFieldIndexer(), scheme: mgr.GetScheme(), into: indexes},
 		presets:  &presetCache{reader: fc, systemNamespace: opts.SystemNamespace, builtin: builtin},
 		kinds:    newAvailability(),
@@ -132,11 +138,9 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		// The cache holds only the tier ConfigMap (NewManager).
 		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.forTierConfig))
 	}
-	// Istio's Service of a pool names the DestinationRule's host.
-	b = b.Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.forShadowService),
-		builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[convention.LabelIstioInferencePool] != ""
-		})))
+	// Istio's Service of a pool names the DestinationRule's host; those
+	// Services are in a cache of their own (scope.go).
+	b = b.WatchesRawSource(source.Kind(shadows, client.Object(&corev1.Service{}), handler.EnqueueRequestsFromMapFunc(r.forShadowService)))
 	c, err := b.Build(r)
 	if err != nil {
 		return nil, fmt.Errorf("build the %s controller: %w", ControllerName, err)
