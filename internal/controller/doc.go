@@ -17,6 +17,12 @@
 // a field it sets was changed by hand. The status is patched only when it
 // differs.
 //
+// The cache holds, of the kinds users make many of (Deployments, Services,
+// ServiceAccounts, Roles, RoleBindings, Secrets), only odh-serving's
+// objects, selected by label (scope.go); a child's name the cache does not
+// hold is checked with the API server before it is first applied, so that
+// someone else's object is never taken over.
+//
 // A workload that is not available says why from its pods (pods.go): how
 // many are not Ready and the first cause in the cluster's words (the
 // scheduler's Unschedulable message, an image pull failure, a crash loop, a
