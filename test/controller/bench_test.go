@@ -185,6 +185,10 @@ func converge(b *testing.B, n, noise int) {
 	}
 }
 
+// noisePrefix starts the names of the objects createNoise makes, which
+// countChildren leaves out.
+const noisePrefix = "unrelated-"
+
 // createNoise creates n Deployments and n Services in ns that are not
 // odh-serving's: no labels of ours, no owner.
 func createNoise(b *testing.B, ns string, n int) {
@@ -195,7 +199,7 @@ func createNoise(b *testing.B, ns string, n int) {
 	labels := map[string]string{"app": "unrelated"}
 	forEach(b, n, func(i int) error {
 		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("unrelated-%05d", i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s%05d", noisePrefix, i)},
 			Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
@@ -208,7 +212,7 @@ func createNoise(b *testing.B, ns string, n int) {
 			return err
 		}
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("unrelated-%05d", i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s%05d", noisePrefix, i)},
 			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}},
 		}
 		return cp.Client.Create(context.Background(), svc)
@@ -323,8 +327,8 @@ func watchChildren(b *testing.B, ctx context.Context, kinds []schema.GroupVersio
 	return c
 }
 
-// countChildren counts the children in ns: namespaced kinds there, and the
-// cluster-scoped bindings whose names start with it.
+// countChildren counts the children in ns: namespaced kinds there (but
+// the noise), and the cluster-scoped bindings whose names start with it.
 func countChildren(b *testing.B, c cache.Cache, ns string, kinds []schema.GroupVersionKind) int {
 	b.Helper()
 	total := 0
@@ -339,7 +343,7 @@ func countChildren(b *testing.B, c cache.Cache, ns string, kinds []schema.GroupV
 			b.Fatal(err)
 		}
 		for _, item := range list.Items {
-			if gvk.Kind == "ClusterRoleBinding" && !strings.HasPrefix(item.Name, ns+"-") {
+			if (gvk.Kind == "ClusterRoleBinding" && !strings.HasPrefix(item.Name, ns+"-")) || strings.HasPrefix(item.Name, noisePrefix) {
 				continue
 			}
 			if gvk.Kind == "Secret" && !strings.HasSuffix(item.Name, "-kserve-self-signed-certs") {
