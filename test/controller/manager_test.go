@@ -46,6 +46,13 @@ func TestManagerEndpoints(t *testing.T) {
 			return err
 		})
 	}
+	// The metrics server makes its self-signed certificate before it
+	// listens, which takes a while on a busy host: the probes may answer
+	// before it does.
+	testenv.Eventually(t, "/metrics accepts connections", func() error {
+		_, _, err := get("https://"+metrics+"/metrics", "")
+		return err
+	})
 	reader, stranger := e.metricsReader("reader", true), e.metricsReader("stranger", false)
 	for _, c := range []struct {
 		who, token string
