@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -54,25 +56,64 @@ func BenchmarkConverge(b *testing.B) {
 	for _, n := range []int{100, 500, 1000} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			for range b.N {
-				converge(b, n, 0)
+				converge(b, n, 0, nil)
 			}
 		})
 	}
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("noisy/services=%d", n), func(b *testing.B) {
 			for range b.N {
-				converge(b, n, 10*n)
+				converge(b, n, 10*n, nil)
 			}
 		})
 	}
 }
 
-func converge(b *testing.B, n, noise int) {
+// BenchmarkConvergeOnCluster is BenchmarkConverge on the cluster
+// (test/kwokcluster): the services' Deployments get ReplicaSets and Pods
+// from kube-controller-manager, placed by kube-scheduler and run by kwok,
+// and nothing writes their status by hand (the harness writes the
+// gateway's). It also reports the time until every pod runs and every
+// service is Ready (s-to-ready), and the CPU of kube-scheduler,
+// kube-controller-manager and kwok (cluster-cpu-s) apart from the API
+// server's and etcd's, both counted until then. One size:
+// -bench 'BenchmarkConvergeOnCluster/services=100$'.
+func BenchmarkConvergeOnCluster(b *testing.B) {
+	for _, n := range []int{100, 500} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			cluster := nodes.Need(b)
+			for range b.N {
+				converge(b, n, 0, cluster)
+			}
+		})
+	}
+}
+
+func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 	b.Helper()
+	var clusterPIDs []int
+	if cluster != nil {
+		clusterPIDs = cluster.PIDs()
+	}
+	clusterCPU := func() time.Duration {
+		var sum time.Duration
+		for _, pid := range clusterPIDs {
+			d, err := procCPU(pid)
+			if err != nil {
+				b.Fatalf("cluster CPU: %v", err)
+			}
+			sum += d
+		}
+		return sum
+	}
 	resetPeakRSS()
 	runtime.GC()
 	e := &env{t: b, c: cp.Client, rec: &testenv.Recorder{}}
 	e.ns = testenv.NewNamespace(b, cp.Client, "bench")
+	if cluster != nil {
+		// Its pods would hold the nodes' pod slots for the next run.
+		testenv.DeleteNamespaceAtEnd(b, cp.Client, e.ns, 10*time.Minute)
+	}
 	e.sys = testenv.NewNamespace(b, cp.Client, "benchsys")
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
 	e.opts = controller.Options{
@@ -103,7 +144,8 @@ func converge(b *testing.B, n, noise int) {
 		}
 		return d
 	}
-	cpuBefore, serversBefore, ctlBefore := processCPU(), childrenCPU(b, ctl.pid()), ctlCPU()
+	skip := append([]int{ctl.pid()}, clusterPIDs...)
+	cpuBefore, serversBefore, ctlBefore, clusterBefore := processCPU(), childrenCPU(b, skip...), ctlCPU(), clusterCPU()
 	writesBefore := ctl.writes()
 	began := time.Now()
 	createServices(b, e.ns, n)
@@ -120,9 +162,29 @@ func converge(b *testing.B, n, noise int) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(began)
-	cpu, servers, ctlUsed := processCPU()-cpuBefore, childrenCPU(b, ctl.pid())-serversBefore, ctlCPU()-ctlBefore
-	b.StopTimer()
 	writesAtChildren := ctl.writes() - writesBefore
+	var ready time.Duration
+	if cluster != nil {
+		// Every pod Running and Ready, every service Ready (the gateway's
+		// statuses written as the harness does).
+		for {
+			e.simulate()
+			err := e.allReady()
+			if err == nil {
+				err = podsRunning(e.ns)
+			}
+			if err == nil {
+				break
+			}
+			if time.Since(began) > 15*time.Minute {
+				b.Fatalf("after 15 minutes: %v", err)
+			}
+			time.Sleep(time.Second)
+		}
+		ready = time.Since(began)
+	}
+	cpu, servers, ctlUsed, clusterUsed := processCPU()-cpuBefore, childrenCPU(b, skip...)-serversBefore, ctlCPU()-ctlBefore, clusterCPU()-clusterBefore
+	b.StopTimer()
 
 	// Settled: no write for 3 seconds (statuses follow the children).
 	last, quiet := ctl.writes(), time.Now()
@@ -163,6 +225,10 @@ func converge(b *testing.B, n, noise int) {
 	}
 
 	b.ReportMetric(took.Seconds(), "s-to-children")
+	if cluster != nil {
+		b.ReportMetric(ready.Seconds(), "s-to-ready")
+		b.ReportMetric(clusterUsed.Seconds(), "cluster-cpu-s")
+	}
 	b.ReportMetric(created.Seconds(), "s-to-create")
 	b.ReportMetric(settledAfter.Seconds(), "s-to-settled")
 	b.ReportMetric(float64(writesAtChildren)/float64(n), "writes/service-to-children")
@@ -368,7 +434,7 @@ func processCPU() time.Duration {
 // childrenCPU is the CPU time the child processes (kube-apiserver and
 // etcd, which envtest starts) have used, from /proc (Linux; 0 elsewhere);
 // skip, when not 0, is a child left out (the controller's process).
-func childrenCPU(b *testing.B, skip int) time.Duration {
+func childrenCPU(b *testing.B, skip ...int) time.Duration {
 	b.Helper()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	self := strconv.Itoa(os.Getpid())
@@ -384,7 +450,7 @@ func childrenCPU(b *testing.B, skip int) time.Duration {
 			continue
 		}
 		f := strings.Fields(string(data)[i+1:])
-		if len(f) < 13 || f[1] != self || (skip != 0 && path == fmt.Sprintf("/proc/%d/stat", skip)) {
+		if len(f) < 13 || f[1] != self || slices.ContainsFunc(skip, func(pid int) bool { return path == fmt.Sprintf("/proc/%d/stat", pid) }) {
 			continue
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
@@ -429,4 +495,23 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// podsRunning returns nil once the namespace has pods and every one of
+// them is Running and Ready.
+func podsRunning(ns string) error {
+	pods := &corev1.PodList{}
+	if err := cp.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("no pod in %s yet", ns)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if c := podCondition(p, corev1.PodReady); p.Status.Phase != corev1.PodRunning || c == nil || c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("pod %s: %s, Ready %v", p.Name, p.Status.Phase, c)
+		}
+	}
+	return nil
 }

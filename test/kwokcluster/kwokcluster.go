@@ -329,6 +329,16 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// PIDs are the processes' ids: kube-scheduler's, kube-controller-manager's
+// and kwok's, for a benchmark that counts their CPU apart.
+func (c *Cluster) PIDs() []int {
+	pids := make([]int, 0, len(c.procs))
+	for _, cmd := range c.procs {
+		pids = append(pids, cmd.Process.Pid)
+	}
+	return pids
+}
+
 // Stop ends the processes (SIGTERM, then SIGKILL after 5 s) and removes a
 // temporary folder. The nodes stay registered; the API server usually goes
 // next.
