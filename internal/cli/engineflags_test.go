@@ -116,7 +116,9 @@ func TestChartPassesEveryEngineFlag(t *testing.T) {
 	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
 	(&engine.Options{}).AddFlags(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !strings.Contains(string(deployment), "- --"+f.Name+"=") {
+		// A boolean flag may be passed bare, under the value that turns it on.
+		bare := f.Value.Type() == "bool" && strings.Contains(string(deployment), "- --"+f.Name+"\n")
+		if !bare && !strings.Contains(string(deployment), "- --"+f.Name+"=") {
 			t.Errorf("charts/odh-serving/templates/deployment.yaml does not pass --%s", f.Name)
 		}
 	})
