@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
 // Steps 11 to 13: services on the GPU nodes.
@@ -76,6 +77,10 @@ func (d *demo) gpuServices(ctx context.Context) error {
 		return err
 	}
 	for _, p := range pods {
+		// The model servers; the scheduler may land on any node.
+		if p.Labels[convention.LabelComponent] != "llminferenceservice-workload" {
+			continue
+		}
 		if p.Status.Phase == corev1.PodRunning && strings.HasPrefix(p.Spec.NodeName, "kwok-gpu-") {
 			d.out.GPU.GPUPods[p.Name] = podGPUs(&p)
 		}
