@@ -64,8 +64,12 @@ func TestCRDLifecycle(t *testing.T) {
 	if skipped := report.Skipped(); len(skipped) != 1 || skipped[0].Name != crdlifecycle.Alpha2PoolCRD || skipped[0].Live != "v1.5.0" {
 		t.Errorf("the newer v1alpha2 CRD should be the one skipped, got %+v", skipped)
 	}
-	waitEstablished(t, c, v1PoolCRD)
-	waitEstablished(t, c, objectivesCRD)
+	// The API server writes each new CRD's status (NamesAccepted, then
+	// Established) after the create: wait for all of them, or that write
+	// lands inside the next subtest's window.
+	for _, crd := range gie {
+		waitEstablished(t, c, crd.Name)
+	}
 
 	t.Run("apply twice writes nothing", func(t *testing.T) {
 		before := resourceVersions(t, c)
