@@ -41,12 +41,28 @@ type Decision struct {
 	Reviews []authzv1.SubjectAccessReview
 	// Reason says why a request was not let through.
 	Reason string
+	// Message is the policy's own denial message
+	// (response.unauthenticated or response.unauthorized), if it has one.
+	Message string
 }
 
 // Rules are the parts of an AuthPolicy's rules this package applies.
 type Rules struct {
 	Authentication map[string]Authentication `json:"authentication"`
 	Authorization  map[string]Authorization  `json:"authorization"`
+	Response       *Response                 `json:"response,omitempty"`
+}
+
+// Response holds the denial messages of a policy; success responses
+// (what a policy exports to the rate limits) are not applied.
+type Response struct {
+	Unauthenticated *DenyWith `json:"unauthenticated,omitempty"`
+	Unauthorized    *DenyWith `json:"unauthorized,omitempty"`
+}
+
+// DenyWith is how a denial is answered: a literal message.
+type DenyWith struct {
+	Message *Value `json:"message,omitempty"`
 }
 
 // Authentication is one authentication rule.
@@ -54,6 +70,15 @@ type Authentication struct {
 	Anonymous             *struct{}              `json:"anonymous,omitempty"`
 	KubernetesTokenReview *KubernetesTokenReview `json:"kubernetesTokenReview,omitempty"`
 	Credentials           *Credentials           `json:"credentials,omitempty"`
+	Evaluation
+}
+
+// Evaluation are the fields every rule has, as the API server defaults
+// them: metrics change no decision; a priority other than 0 is not
+// applied (rules go by name).
+type Evaluation struct {
+	Metrics  bool `json:"metrics,omitempty"`
+	Priority int  `json:"priority,omitempty"`
 }
 
 // KubernetesTokenReview authenticates a token with a TokenReview.
@@ -72,7 +97,21 @@ type Credentials struct {
 // Authorization is one authorization rule.
 type Authorization struct {
 	KubernetesSubjectAccessReview *SubjectAccessReview `json:"kubernetesSubjectAccessReview,omitempty"`
+	// OPA is applied only as the deny-all rule of a default-deny policy:
+	// Rego that is exactly DenyAllRego.
+	OPA *OPA `json:"opa,omitempty"`
+	Evaluation
 }
+
+// OPA is an Open Policy Agent rule.
+type OPA struct {
+	Rego      string `json:"rego"`
+	AllValues bool   `json:"allValues,omitempty"`
+}
+
+// DenyAllRego is the one Rego policy this package applies: it allows
+// nothing.
+const DenyAllRego = "allow = false"
 
 // SubjectAccessReview is an authorization rule's SubjectAccessReview.
 type SubjectAccessReview struct {
@@ -114,7 +153,7 @@ func Parse(policy *unstructured.Unstructured) (*Rules, error) {
 		return nil, fmt.Errorf("%s: no rules", what)
 	}
 	for key := range raw {
-		if key != "authentication" && key != "authorization" {
+		if key != "authentication" && key != "authorization" && key != "response" {
 			return nil, fmt.Errorf("%s: rules.%s: not applied by this test tool", what, key)
 		}
 	}
@@ -129,13 +168,30 @@ func Parse(policy *unstructured.Unstructured) (*Rules, error) {
 		return nil, fmt.Errorf("%s: rules this test tool does not apply: %w", what, err)
 	}
 	for name, a := range r.Authentication {
+		if a.Priority != 0 {
+			return nil, fmt.Errorf("%s: authentication %s: priority %d: not applied by this test tool", what, name, a.Priority)
+		}
 		if (a.Anonymous == nil) == (a.KubernetesTokenReview == nil) {
 			return nil, fmt.Errorf("%s: authentication %s: want exactly one of anonymous and kubernetesTokenReview", what, name)
 		}
 	}
 	for name, a := range r.Authorization {
-		if a.KubernetesSubjectAccessReview == nil || a.KubernetesSubjectAccessReview.ResourceAttributes == nil {
-			return nil, fmt.Errorf("%s: authorization %s: only kubernetesSubjectAccessReview with resourceAttributes is applied", what, name)
+		if a.Priority != 0 {
+			return nil, fmt.Errorf("%s: authorization %s: priority %d: not applied by this test tool", what, name, a.Priority)
+		}
+		sar := a.KubernetesSubjectAccessReview != nil && a.KubernetesSubjectAccessReview.ResourceAttributes != nil && a.OPA == nil
+		denyAll := a.OPA != nil && strings.TrimSpace(a.OPA.Rego) == DenyAllRego && a.KubernetesSubjectAccessReview == nil
+		if !sar && !denyAll {
+			return nil, fmt.Errorf("%s: authorization %s: only kubernetesSubjectAccessReview with resourceAttributes, or opa with rego %q, is applied", what, name, DenyAllRego)
+		}
+	}
+	if resp := r.Response; resp != nil {
+		for field, d := range map[string]*DenyWith{"unauthenticated": resp.Unauthenticated, "unauthorized": resp.Unauthorized} {
+			if d != nil && d.Message != nil {
+				if _, ok := d.Message.Value.(string); !ok || d.Message.Expression != "" || d.Message.Selector != "" {
+					return nil, fmt.Errorf("%s: response.%s.message: only a literal string value is applied", what, field)
+				}
+			}
 		}
 	}
 	return r, nil
@@ -155,11 +211,15 @@ func (a Authorizer) Check(ctx context.Context, rules *Rules, req Request) (Decis
 		return Decision{}, err
 	}
 	if identity == nil {
-		return Decision{Code: http.StatusUnauthorized, Reason: "no authentication rule accepted the request"}, nil
+		return Decision{Code: http.StatusUnauthorized, Reason: "no authentication rule accepted the request", Message: rules.message(false)}, nil
 	}
 	d := Decision{Code: http.StatusOK, Identity: identity}
 	vars := map[string]any{"request": requestVar(req), "auth": map[string]any{"identity": identity}}
 	for _, name := range sortedKeys(rules.Authorization) {
+		if rules.Authorization[name].OPA != nil {
+			d.Code, d.Reason, d.Message = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, DenyAllRego), rules.message(true)
+			return d, nil
+		}
 		spec, err := reviewSpec(rules.Authorization[name].KubernetesSubjectAccessReview, vars)
 		if err != nil {
 			return Decision{}, fmt.Errorf("authorization %s: %w", name, err)
@@ -170,16 +230,38 @@ func (a Authorizer) Check(ctx context.Context, rules *Rules, req Request) (Decis
 		}
 		d.Reviews = append(d.Reviews, *sar)
 		if !sar.Status.Allowed {
-			d.Code, d.Reason = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, sar.Status.Reason)
+			d.Code, d.Reason, d.Message = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, sar.Status.Reason), rules.message(true)
 			return d, nil
 		}
 	}
 	return d, nil
 }
 
+// message is the policy's denial message for a request not authenticated
+// or, with authenticated, not authorized; "" without one.
+func (r *Rules) message(authenticated bool) string {
+	if r.Response == nil {
+		return ""
+	}
+	d := r.Response.Unauthenticated
+	if authenticated {
+		d = r.Response.Unauthorized
+	}
+	if d == nil || d.Message == nil {
+		return ""
+	}
+	s, _ := d.Message.Value.(string)
+	return s
+}
+
 // authenticate returns the identity of the first authentication rule, by
-// name, that accepts the request; nil if none does.
+// name, that accepts the request; nil if none does. Without authentication
+// rules the request is anonymous, as Authorino takes an AuthConfig that
+// has none.
 func (a Authorizer) authenticate(ctx context.Context, rules *Rules, req Request) (map[string]any, error) {
+	if len(rules.Authentication) == 0 {
+		return map[string]any{"anonymous": true}, nil
+	}
 	for _, name := range sortedKeys(rules.Authentication) {
 		rule := rules.Authentication[name]
 		if rule.Anonymous != nil {

@@ -17,11 +17,17 @@
 //     the identity (request.path, request.method, request.headers,
 //     auth.identity: the TokenReview's status, as Authorino exposes it),
 //     with the string extensions Authorino's CEL has (split, ...). One
-//     denied: 403. Otherwise 200.
+//     denied: 403. Otherwise 200. An opa rule whose Rego is exactly
+//     "allow = false" (a default-deny policy's) denies every request: 403.
+//   - no authentication rule at all: the request is anonymous, as
+//     Authorino takes such a policy (the default-deny policies have none).
+//   - response.unauthenticated and response.unauthorized: their literal
+//     message is the denial's Message.
 //
-// What it does not know (metadata calls, OPA, pattern matching, when
-// conditions, response rules, callbacks, JWT, API keys) is an error, never
-// a silent allow: a test of a policy that uses more must extend it.
+// What it does not know (metadata calls, other Rego, pattern matching,
+// when conditions, success responses, callbacks, JWT, API keys) is an
+// error, never a silent allow: a test of a policy that uses more must
+// extend it.
 //
 // It is not Authorino: no caching, no priorities beyond the order of rule
 // names, and only the rule kinds above. It is how the tests check that the

@@ -28,6 +28,21 @@
 //     pool, FailClose answers 503. RejectAlpha2Pools makes v1alpha2 pools
 //     invalid backends (InvalidKind), as a gateway serving v1 pools only.
 //
+// Auth (test tooling, no Kuadrant): with Options.Authorizer set to
+// AuthPolicies, a request matched to a route first goes through the
+// Kuadrant AuthPolicy in effect on its path (EffectivePolicy: a route's
+// own policy over its Gateway's, a listener's over its Gateway's, the
+// oldest among equals, overrides over defaults, atomic strategy only),
+// whose rules test/authpolicy applies with the real API server's
+// TokenReview and SubjectAccessReview. Refused: 401 or 403 with the
+// reason in X-Ext-Auth-Reason, as Authorino answers through Envoy, and the
+// policy named in X-Test-Gateway-Authpolicy. A policy it cannot apply
+// answers 500: fail closed. No policy on the path, or no AuthPolicy CRD:
+// the request goes on, as on a gateway Kuadrant does not protect. Rate
+// limits (RateLimitPolicy, TokenRateLimitPolicy) are not enforced, nor are
+// the policies' status, Authorino's caches or metadata calls (the MaaS
+// policy's tier lookup): docs/auth.md, "The test gateway".
+//
 // Model servers' and endpoint pickers' certificates are not verified, as
 // KServe's DestinationRules do not verify them.
 //

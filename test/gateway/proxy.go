@@ -47,6 +47,10 @@ type Options struct {
 	RejectAlpha2Pools bool
 	// Log gets a line per request that fails in the gateway.
 	Log io.Writer
+	// Authorizer, if set, decides on each request matched to a route
+	// before it goes to a backend (AuthPolicies enforces Kuadrant's
+	// AuthPolicies); nil lets every request through.
+	Authorizer Authorizer
 }
 
 // Router routes the requests a Gateway's listeners take, reading
@@ -115,6 +119,9 @@ func (r *Router) Handler(gw types.NamespacedName, listener gatewayv1.SectionName
 		m, ok := route(routes, req)
 		if !ok {
 			r.fail(w, http.StatusNotFound, "no route of Gateway %s listener %s matches %s %s", gw, listener, req.Method, req.URL.Path)
+			return
+		}
+		if !r.authorize(w, req, AuthTarget{Gateway: gw, Listener: listener, Route: m.route, Rule: m.rule}) {
 			return
 		}
 		if t := m.rule.Timeouts; t != nil && t.Request != nil {

@@ -19,7 +19,7 @@ import (
 //
 //	go test ./test/requests -run '^$' -bench AddedLatency -benchtime 500x
 func BenchmarkAddedLatency(b *testing.B) {
-	e := startPhase(b, convention.PhaseV1, time.Millisecond)
+	e := startPhase(b, convention.PhaseV1, phaseOptions{responseTime: time.Millisecond})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the pods' certificate is the test's
 	const body = `{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`
 	for _, c := range []struct{ name, url string }{{"direct", e.pods[0]}, {"gateway+epp", e.url}} {

@@ -36,6 +36,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/presets"
+	"github.com/opendatahub-io/odh-serving/test/authpolicy"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
@@ -72,11 +73,29 @@ type phaseEnv struct {
 	send  func() (code int, pod string, err error)
 	gwLog *testenv.Buffer
 	log   *testenv.Buffer // the endpoint picker's
+	// svc is the service as rendered, and phase its phase.
+	svc   *v1alpha2.LLMInferenceService
+	phase convention.Phase
+	// With phaseOptions.auth: the gateway's AuthPolicy's audiences, and a
+	// token of a ServiceAccount granted get on the service (send uses it).
+	audiences []string
+	token     string
+}
+
+// phaseOptions vary startPhase.
+type phaseOptions struct {
+	// responseTime is how long a completion takes; 0 is the simulator's
+	// default.
+	responseTime time.Duration
+	// auth renders with --enable-auth, installs Kuadrant's CRDs and the
+	// chart's AuthPolicy of the gateway, and has the gateway enforce the
+	// AuthPolicies in the cluster (gateway.AuthPolicies).
+	auth bool
 }
 
 func runPhase(t *testing.T, phase convention.Phase) {
 	t.Helper()
-	e := startPhase(t, phase, 0)
+	e := startPhase(t, phase, phaseOptions{})
 	c, ns, url, send, gwLog, log, ctx := e.c, e.ns, e.url, e.send, e.gwLog, e.log, t.Context()
 	gwLog.Reset()
 	served := map[string]int{}
@@ -142,13 +161,16 @@ func runPhase(t *testing.T, phase convention.Phase) {
 }
 
 // startPhase renders the service for the phase, applies it, starts the
-// pods' model servers (a completion takes responseTime; 0 is the
-// simulator's default), the endpoint picker and the gateway, and returns
+// pods' model servers, the endpoint picker and the gateway, and returns
 // once a request went through the endpoint picker.
-func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duration) *phaseEnv {
+func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv {
 	tb.Helper()
 	epp := eppBinary(tb)
-	cp := testenv.StartControlPlane(tb, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	sets := []string{crds.GIE, crds.GatewayAPI}
+	if o.auth {
+		sets = append(sets, crds.Kuadrant)
+	}
+	cp := testenv.StartControlPlane(tb, controlplane.Options{CRDs: sets})
 	c := cp.Client
 	ctx := tb.Context()
 	cs, err := kubernetes.NewForConfig(cp.Config)
@@ -158,14 +180,6 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 	ns := testenv.NewNamespace(tb, c, "team")
 
 	// Render a CPU-simulator service for the phase.
-	catalog, err := presets.Default(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	images, err := presets.Images()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	svc := &v1alpha2.LLMInferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"},
 		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
@@ -175,10 +189,7 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 			Router:   &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
 		},
 	}
-	res, err := engine.Render(ctx, svc, catalog, engine.Options{Images: images, Phase: phase})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	res := render(tb, svc, phase, o.auth)
 
 	// The serving certificate the controller would make, for the pods and
 	// the endpoint picker.
@@ -234,7 +245,7 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 	}
 
 	// The pods, Running and Ready at loopback IPs, as a kubelet would say.
-	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: responseTime})
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: o.responseTime})
 	testenv.Start(tb, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
 	base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(100), rand.IntN(256))
 	for i := range 2 {
@@ -333,9 +344,15 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 		tb.Fatal("the gateway's informers did not sync")
 	}
 	gwLog := &testenv.Buffer{}
-	router := gateway.NewRouter(informers, gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
+	gwOpts := gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), true, nil
-	}})
+	}}
+	e := &phaseEnv{c: c, ns: ns, gwLog: gwLog, log: log, svc: svc, phase: phase}
+	if o.auth {
+		e.audiences, e.token = protect(tb, c, gw, svc)
+		gwOpts.Authorizer = gateway.AuthPolicies{Reader: informers, Reviewer: authpolicy.Authorizer{Client: c}}
+	}
+	router := gateway.NewRouter(informers, gwOpts)
 	tb.Cleanup(router.Close)
 	srv := httptest.NewServer(router.Handler(types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}, "http"))
 	tb.Cleanup(srv.Close)
@@ -344,7 +361,15 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 	// it answered (no fallback of the gateway's) with a pod.
 	url := fmt.Sprintf("%s/%s/qwen/v1/completions", srv.URL, ns)
 	send := func() (int, string, error) {
-		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if e.token != "" {
+			req.Header.Set("Authorization", "Bearer "+e.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, "", err
 		}
@@ -369,7 +394,27 @@ func startPhase(tb testing.TB, phase convention.Phase, responseTime time.Duratio
 	for i := range 2 {
 		pods = append(pods, fmt.Sprintf("https://%s%d:8000/v1/completions", base, 10+i))
 	}
-	return &phaseEnv{c: c, ns: ns, url: url, pods: pods, send: send, gwLog: gwLog, log: log}
+	e.url, e.pods, e.send = url, pods, send
+	return e
+}
+
+// render renders svc with the default presets for the phase, with
+// --enable-auth when auth.
+func render(tb testing.TB, svc *v1alpha2.LLMInferenceService, phase convention.Phase, auth bool) *engine.Result {
+	tb.Helper()
+	catalog, err := presets.Default(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	images, err := presets.Images()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := engine.Render(tb.Context(), svc, catalog, engine.Options{Images: images, Phase: phase, Auth: auth})
+	if err != nil {
+		tb.Fatalf("render %s/%s: %v", svc.Namespace, svc.Name, err)
+	}
+	return res
 }
 
 func ptrTo[T any](v T) *T { return &v }
