@@ -53,7 +53,7 @@ render-example: build ## Render the example services offline (the quick look at 
 	$(BIN)/odh-serving render $(addprefix -f ,$(sort $(wildcard examples/*.yaml examples/gpu/*.yaml)))
 
 .PHONY: demo
-demo: ## Run the platform locally: a cluster with kwok's simulated GPU nodes, charts with helm, the controller, CPU and GPU services, a SIMULATED gateway (DEMO_KEEP=1 keeps it).
+demo: ## Run the platform locally: a cluster with kwok's simulated GPU nodes, charts with helm, the controller, CPU and GPU services, the test gateway (DEMO_KEEP=1 keeps it).
 	go run ./test/demo
 
 .PHONY: demo-down

@@ -32,10 +32,10 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
-	"github.com/opendatahub-io/odh-serving/test/simdataplane"
 )
 
 // Names the demo uses; the chart fixes the names of what it makes.
@@ -113,7 +113,7 @@ type demo struct {
 	clusterPIDs []int
 	// lastStatus is the status table printed last.
 	lastStatus string
-	// dataplaneLog receives the in-process simulated data plane's lines.
+	// dataplaneLog receives the in-process data plane's lines (test gateway, simulated LWS status).
 	dataplaneLog *os.File
 }
 
@@ -590,7 +590,7 @@ func (d *demo) deployServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("before the simulated gateway starts no route is accepted, so nothing is Ready:")
+	d.say("before the test gateway starts no route is accepted, so nothing is Ready:")
 	d.block(out)
 	d.lastStatus = out
 	return nil
@@ -633,20 +633,17 @@ func (d *demo) status(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// 6. Start the simulated data plane.
+// 6. Start the rest of the data plane: the test gateway and the simulated
+// LeaderWorkerSet status.
 func (d *demo) startDataPlane(ctx context.Context) error {
-	d.header("Start the SIMULATED rest of the data plane (test/simdataplane: plays the gateway and the LWS operator)")
-	delay := d.cfg.V1PoolDelay
-	if delay == 0 {
-		delay = simdataplane.DefaultV1PoolDelay
-	}
+	d.header("Start the rest of the data plane: the test gateway (test/gateway) and the SIMULATED LeaderWorkerSet status (test/simdataplane)")
 	logPath := filepath.Join(d.cfg.Dir, dataplaneLog)
 	if d.cfg.Keep {
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find this program: %w", err)
 		}
-		proc, _, err := detach.Start([]string{self, "dataplane", "--kubeconfig", d.kubeconfig, "--v1-pool-delay", delay.String()}, nil, logPath)
+		proc, _, err := detach.Start([]string{self, "dataplane", "--kubeconfig", d.kubeconfig}, nil, logPath)
 		if err != nil {
 			return err
 		}
@@ -656,7 +653,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 			return err
 		}
 	} else {
-		dp, err := simdataplane.New(d.restCfg, simdataplane.Options{V1PoolDelay: delay, Log: d.dataplaneLog})
+		dp, err := newDataPlane(d.restCfg, d.dataplaneLog)
 		if err != nil {
 			return err
 		}
@@ -668,10 +665,9 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 			return <-done
 		})
 	}
-	d.say("LeaderWorkerSets of services: Available, all groups ready (the LWS operator does not run: no StatefulSet or Pod of theirs)")
 	d.say("Deployments are real: kube-controller-manager makes their ReplicaSets and Pods, kube-scheduler places them, kwok runs them")
-	d.say("Gateways: Programmed at %s (nothing listens there)", simdataplane.DefaultGatewayAddress)
-	d.say("routes and pools: parent status from the gateway; v1alpha2 pools accepted at once, v1 pools %s later", delay)
+	d.say("LeaderWorkerSets of services: Available, all groups ready (SIMULATED: the LWS operator does not run, no StatefulSet or Pod of theirs)")
+	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
 	d.say("log: %s", d.rel(logPath))
 	return nil
 }
@@ -818,7 +814,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 // 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
-		d.header("Tear down: stop the simulated data plane, the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
+		d.header("Tear down: stop the test gateway and the simulated LWS status, the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
 		if err := d.tearDown(); err != nil {
 			return err
 		}

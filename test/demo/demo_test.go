@@ -38,7 +38,7 @@ func TestIntegrationDemo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "odh-serving")
 	res, err := runDemo(t.Context(), config{
 		Root: root, Dir: t.TempDir(), Out: &out, Binary: bin,
-		V1PoolDelay: 2 * time.Second, Timeout: 3 * time.Minute,
+		Timeout: 3 * time.Minute,
 	})
 	t.Logf("demo output:\n%s", out.String())
 	if err != nil {

@@ -15,8 +15,9 @@
 //  5. helm upgrade with three services on the CPU presets
 //     (values-demo.yaml: single node, prefill/decode with a scheduler, data
 //     parallel across nodes);
-//  6. start the SIMULATED data plane (test/simdataplane), which plays the
-//     kubelet, the LWS operator and the gateway;
+//  6. start the test gateway (test/gateway), which listens for each Gateway
+//     at a loopback address and writes the status it observes, and the
+//     SIMULATED LeaderWorkerSet status (test/simdataplane);
 //  7. print `odh-serving status -A` as it changes until every service is
 //     Ready with its route moved from the dual to the v1 InferencePool, then
 //     each service's objects by kind;
@@ -33,7 +34,8 @@
 //
 // Each step prints a line with the time since the start. Other commands:
 // `down` (stop a kept environment), `devcluster up|down` (the local cluster
-// alone), `dataplane --kubeconfig FILE` (the simulation in the foreground).
+// alone), `dataplane --kubeconfig FILE` (the test gateway and the simulated
+// LWS status in the foreground).
 //
 // demo_test.go runs the same steps in-process and checks their outcome, so
 // the demo cannot rot.

@@ -22,8 +22,8 @@ commands:
   (none), run            the demo; DEMO_KEEP=1 keeps the environment running
   down                   stop what a DEMO_KEEP=1 run left running
   devcluster up|down     only the local cluster (kube-apiserver + etcd), kubeconfig in bin/demo/
-  dataplane --kubeconfig FILE [--v1-pool-delay 5s]
-                         run the simulated data plane in the foreground
+  dataplane --kubeconfig FILE
+                         run the test gateway and the simulated LWS status in the foreground
 `
 
 func main() {

@@ -29,9 +29,6 @@ type config struct {
 	// as processes that outlive the demo; otherwise they run inside it (the
 	// integration test).
 	Detached bool
-	// V1PoolDelay is the simulated gateway's delay before it accepts a v1
-	// InferencePool; zero means the simulator's default.
-	V1PoolDelay time.Duration
 	// Timeout bounds each wait; zero means two minutes.
 	Timeout time.Duration
 	// Binary is where odh-serving is built; empty means bin/odh-serving.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,14 +96,9 @@ func routeParents(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	var out []reconcile.Request
 	for _, ref := range rt.Spec.ParentRefs {
-		if ref.Group != nil && *ref.Group != gatewayv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
-			continue
+		if key, ok := gatewayOf(ref, rt.Namespace); ok {
+			out = append(out, reconcile.Request{NamespacedName: key})
 		}
-		ns := rt.Namespace
-		if ref.Namespace != nil {
-			ns = string(*ref.Namespace)
-		}
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: string(ref.Name)}})
 	}
 	return out
 }
@@ -180,7 +176,7 @@ func (l *Listeners) reconcile(ctx context.Context, req reconcile.Request) (recon
 				fmt.Sprintf("the test gateway serves HTTPRoutes only, not protocol %s", ls.Protocol), gw.Generation)
 		} else {
 			st.SupportedKinds = []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}
-			routes, err := l.router.attachedRoutes(ctx, req.NamespacedName, ls.Name, "")
+			_, routes, err := l.router.attachedRoutes(ctx, req.NamespacedName, ls.Name, "")
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -237,8 +233,11 @@ func (l *Listeners) serve(ctx context.Context, gw *gatewayv1.Gateway) (map[strin
 	if s != nil && s.version == version && len(s.servers) == countHTTP(gw) {
 		return nil, nil
 	}
+	var claimed map[gatewayv1.SectionName]net.Listener
 	if s == nil {
-		s = &gatewayServers{addr: l.nextAddress(), servers: map[string]*http.Server{}}
+		var addr string
+		addr, claimed = l.claimAddress(gw)
+		s = &gatewayServers{addr: addr, servers: map[string]*http.Server{}}
 		l.inUse[s.addr] = true
 		l.byGW[key] = s
 	}
@@ -250,7 +249,10 @@ func (l *Listeners) serve(ctx context.Context, gw *gatewayv1.Gateway) (map[strin
 			continue
 		}
 		addr := net.JoinHostPort(s.addr, strconv.Itoa(int(ls.Port)))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := claimed[ls.Name], error(nil)
+		if ln == nil {
+			ln, err = net.Listen("tcp", addr)
+		}
 		if err != nil {
 			errs[string(ls.Name)] = fmt.Errorf("listener %s: %w", ls.Name, err)
 			continue
@@ -284,6 +286,45 @@ func countHTTP(gw *gatewayv1.Gateway) int {
 		}
 	}
 	return n
+}
+
+// claimAddress finds the first address from l.first where every HTTP
+// listener of gw can listen, skipping those another process (another test
+// gateway on this machine) holds, and returns it with the listeners open.
+// When none of the first 64 will do, it returns the first one, with
+// nothing open: serve then reports why.
+func (l *Listeners) claimAddress(gw *gatewayv1.Gateway) (string, map[gatewayv1.SectionName]net.Listener) {
+	first := ""
+	for range 64 {
+		addr := l.nextAddress()
+		if first == "" {
+			first = addr
+		}
+		lns := map[gatewayv1.SectionName]net.Listener{}
+		taken := false
+		for _, ls := range gw.Spec.Listeners {
+			if !httpListener(ls) {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(int(ls.Port))))
+			if errors.Is(err, syscall.EADDRINUSE) {
+				taken = true
+				break
+			}
+			if err == nil {
+				lns[ls.Name] = ln
+			}
+		}
+		if !taken {
+			return addr, lns
+		}
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+		// Held by another process: never hand it out here.
+		l.inUse[addr] = true
+	}
+	return first, nil
 }
 
 // nextAddress is the first loopback address from l.first not in use.

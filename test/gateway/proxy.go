@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,7 +44,8 @@ type Options struct {
 	// TLS).
 	EndpointPicker EndpointPickerFunc
 	// RejectAlpha2Pools makes v1alpha2 InferencePool backends invalid
-	// (InvalidKind), as gateways that serve only v1 pools do.
+	// (InvalidKind), as gateways that serve only v1 pools do. A Gateway's
+	// PoolGroupsAnnotation overrides it.
 	RejectAlpha2Pools bool
 	// Log gets a line per request that fails in the gateway.
 	Log io.Writer
@@ -111,7 +113,7 @@ func (r *Router) fail(w http.ResponseWriter, code int, format string, args ...an
 func (r *Router) Handler(gw types.NamespacedName, listener gatewayv1.SectionName) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := req.Context()
-		routes, err := r.attachedRoutes(ctx, gw, listener, req.Host)
+		gateway, routes, err := r.attachedRoutes(ctx, gw, listener, req.Host)
 		if err != nil {
 			r.fail(w, http.StatusInternalServerError, "%v", err)
 			return
@@ -131,29 +133,29 @@ func (r *Router) Handler(gw types.NamespacedName, listener gatewayv1.SectionName
 				defer cancel()
 			}
 		}
-		r.serve(ctx, w, req, m)
+		r.serve(ctx, w, req, gateway, m)
 	})
 }
 
 // attachedRoutes are the HTTPRoutes attached to a listener whose hostnames
 // admit the request's host.
-func (r *Router) attachedRoutes(ctx context.Context, key types.NamespacedName, listener gatewayv1.SectionName, host string) ([]*gatewayv1.HTTPRoute, error) {
+func (r *Router) attachedRoutes(ctx context.Context, key types.NamespacedName, listener gatewayv1.SectionName, host string) (*gatewayv1.Gateway, []*gatewayv1.HTTPRoute, error) {
 	gw := &gatewayv1.Gateway{}
 	if err := r.reader.Get(ctx, key, gw); err != nil {
-		return nil, fmt.Errorf("read Gateway %s: %w", key, err)
+		return nil, nil, fmt.Errorf("read Gateway %s: %w", key, err)
 	}
 	i := slices.IndexFunc(gw.Spec.Listeners, func(l gatewayv1.Listener) bool { return l.Name == listener })
 	if i < 0 {
-		return nil, fmt.Errorf("gateway %s has no listener %s", key, listener)
+		return nil, nil, fmt.Errorf("gateway %s has no listener %s", key, listener)
 	}
 	l := gw.Spec.Listeners[i]
 	// No host (counting the attached routes) skips the hostname checks.
 	if host != "" && l.Hostname != nil && !hostMatches([]gatewayv1.Hostname{*l.Hostname}, host) {
-		return nil, nil
+		return gw, nil, nil
 	}
 	list := &gatewayv1.HTTPRouteList{}
 	if err := r.reader.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("list HTTPRoutes: %w", err)
+		return nil, nil, fmt.Errorf("list HTTPRoutes: %w", err)
 	}
 	var out []*gatewayv1.HTTPRoute
 	for i := range list.Items {
@@ -162,12 +164,9 @@ func (r *Router) attachedRoutes(ctx context.Context, key types.NamespacedName, l
 			continue
 		}
 		for _, ref := range rt.Spec.ParentRefs {
-			if !refersTo(ref, rt.Namespace, key) || ref.SectionName != nil && *ref.SectionName != l.Name || ref.Port != nil && *ref.Port != l.Port {
-				continue
-			}
-			ok, err := r.namespaceAllowed(ctx, l.AllowedRoutes, gw.Namespace, rt.Namespace)
+			ok, err := r.admits(ctx, gw, l, rt, ref)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ok {
 				out = append(out, rt)
@@ -175,19 +174,36 @@ func (r *Router) attachedRoutes(ctx context.Context, key types.NamespacedName, l
 			}
 		}
 	}
-	return out, nil
+	return gw, out, nil
+}
+
+// admits says whether listener l of gw takes route rt through its parent
+// reference ref: the reference names gw (and the listener's section and
+// port, if it says), the listener serves HTTP and allows HTTPRoutes from
+// the route's namespace.
+func (r *Router) admits(ctx context.Context, gw *gatewayv1.Gateway, l gatewayv1.Listener, rt *gatewayv1.HTTPRoute, ref gatewayv1.ParentReference) (bool, error) {
+	if !refersTo(ref, rt.Namespace, client.ObjectKeyFromObject(gw)) || ref.SectionName != nil && *ref.SectionName != l.Name || ref.Port != nil && *ref.Port != l.Port {
+		return false, nil
+	}
+	if !httpListener(l) || !allowsHTTPRoutes(l.AllowedRoutes) {
+		return false, nil
+	}
+	return r.namespaceAllowed(ctx, l.AllowedRoutes, gw.Namespace, rt.Namespace)
+}
+
+func allowsHTTPRoutes(ar *gatewayv1.AllowedRoutes) bool {
+	if ar == nil || len(ar.Kinds) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(ar.Kinds, func(k gatewayv1.RouteGroupKind) bool {
+		return k.Kind == "HTTPRoute" && (k.Group == nil || *k.Group == gatewayv1.GroupName)
+	})
 }
 
 // refersTo says whether a route's parent reference names the Gateway key.
 func refersTo(ref gatewayv1.ParentReference, routeNamespace string, key types.NamespacedName) bool {
-	if ref.Group != nil && *ref.Group != gatewayv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
-		return false
-	}
-	ns := routeNamespace
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = string(*ref.Namespace)
-	}
-	return ns == key.Namespace && string(ref.Name) == key.Name
+	gw, ok := gatewayOf(ref, routeNamespace)
+	return ok && gw == key
 }
 
 // namespaceAllowed applies a listener's allowedRoutes.namespaces (default:
@@ -224,11 +240,44 @@ func (r *Router) namespaceAllowed(ctx context.Context, ar *gatewayv1.AllowedRout
 type backend struct {
 	ref    gatewayv1.HTTPBackendRef
 	weight int32
-	// invalid says why the ref cannot be used; empty when it can.
-	invalid string
+	// reason (a route's ResolvedRefs reason) and message say why the ref
+	// cannot be used; the reason is empty when it can.
+	reason  gatewayv1.RouteConditionReason
+	message string
 }
 
-func (r *Router) resolveBackends(ctx context.Context, namespace string, refs []gatewayv1.HTTPBackendRef) ([]backend, error) {
+func (b backend) invalid() string {
+	if b.reason == "" {
+		return ""
+	}
+	return string(b.reason) + ": " + b.message
+}
+
+// PoolGroupsAnnotation on a Gateway lists, comma-separated, the
+// InferencePool API groups the test gateway routes to for it; backends of
+// another group are invalid (InvalidKind), as for a gateway implementation
+// that does not know that API. Without it: both groups, or v1 alone with
+// Options.RejectAlpha2Pools. The demo plays a gateway upgraded from
+// v1alpha2 to v1 InferencePools by changing it.
+const PoolGroupsAnnotation = "test-gateway.odh-serving.opendatahub.io/inferencepool-groups"
+
+// servesPools says whether the test gateway routes gw's requests to
+// InferencePools of group.
+func (r *Router) servesPools(gw *gatewayv1.Gateway, group string) bool {
+	if v, ok := gw.Annotations[PoolGroupsAnnotation]; ok {
+		for _, g := range strings.Split(v, ",") {
+			if strings.TrimSpace(g) == group {
+				return true
+			}
+		}
+		return false
+	}
+	return group == gieapiv1.GroupVersion.Group || group == gieapixv1alpha2.GroupVersion.Group && !r.opts.RejectAlpha2Pools
+}
+
+// resolveBackends resolves a rule's backendRefs, for a route in namespace
+// attached to gw.
+func (r *Router) resolveBackends(ctx context.Context, gw *gatewayv1.Gateway, namespace string, refs []gatewayv1.HTTPBackendRef) ([]backend, error) {
 	var out []backend
 	for _, ref := range refs {
 		b := backend{ref: ref, weight: 1}
@@ -239,23 +288,25 @@ func (r *Router) resolveBackends(ctx context.Context, namespace string, refs []g
 		var obj client.Object
 		switch {
 		case ref.Namespace != nil && string(*ref.Namespace) != namespace:
-			b.invalid = "RefNotPermitted: the test gateway reads no ReferenceGrants"
+			b.reason, b.message = gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backend %s in namespace %s: the test gateway reads no ReferenceGrants", ref.Name, *ref.Namespace)
 		case group == "" && kind == "Service":
 			obj = &corev1.Service{}
-		case group == gieapiv1.GroupVersion.Group && kind == "InferencePool":
+		case group == gieapiv1.GroupVersion.Group && kind == "InferencePool" && r.servesPools(gw, group):
 			obj = &gieapiv1.InferencePool{}
-		case group == gieapixv1alpha2.GroupVersion.Group && kind == "InferencePool" && !r.opts.RejectAlpha2Pools:
+		case group == gieapixv1alpha2.GroupVersion.Group && kind == "InferencePool" && r.servesPools(gw, group):
 			obj = &gieapixv1alpha2.InferencePool{}
 		default:
-			b.invalid = fmt.Sprintf("InvalidKind: kind %s in group %q is not supported", kind, group)
+			b.reason, b.message = gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backend %s: kind %s in group %q is not supported", ref.Name, kind, group)
 		}
 		if obj != nil {
 			err := r.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: string(ref.Name)}, obj)
 			switch {
+			case meta.IsNoMatchError(err):
+				b.reason, b.message = gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backend %s: the cluster does not serve kind %s in group %q", ref.Name, kind, group)
 			case client.IgnoreNotFound(err) != nil:
 				return nil, fmt.Errorf("read backend %s %s/%s: %w", kind, namespace, ref.Name, err)
 			case err != nil:
-				b.invalid = fmt.Sprintf("BackendNotFound: %s %s.%s not found", kind, ref.Name, group)
+				b.reason, b.message = gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("backend %s %s.%s not found", kind, ref.Name, group)
 			}
 		}
 		out = append(out, b)
@@ -288,7 +339,7 @@ func chooseBackend(bs []backend) (backend, bool) {
 	n := rand.Int32N(total)
 	for _, b := range bs {
 		if n < b.weight {
-			return b, b.invalid == ""
+			return b, b.reason == ""
 		}
 		n -= b.weight
 	}
@@ -296,9 +347,9 @@ func chooseBackend(bs []backend) (backend, bool) {
 }
 
 // serve sends a matched request to one of its rule's backends.
-func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Request, m matched) {
+func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Request, gw *gatewayv1.Gateway, m matched) {
 	rt := m.route
-	backends, err := r.resolveBackends(ctx, rt.Namespace, m.rule.BackendRefs)
+	backends, err := r.resolveBackends(ctx, gw, rt.Namespace, m.rule.BackendRefs)
 	if err != nil {
 		r.fail(w, http.StatusInternalServerError, "HTTPRoute %s/%s: %v", rt.Namespace, rt.Name, err)
 		return
@@ -307,8 +358,8 @@ func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Req
 	if !ok {
 		var why []string
 		for _, b := range backends {
-			if b.invalid != "" {
-				why = append(why, string(b.ref.Name)+": "+b.invalid)
+			if b.reason != "" {
+				why = append(why, b.invalid())
 			}
 		}
 		r.fail(w, http.StatusInternalServerError, "HTTPRoute %s/%s: no usable backend (%s)", rt.Namespace, rt.Name, strings.Join(why, "; "))

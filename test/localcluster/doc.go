@@ -29,6 +29,6 @@
 //
 // It is the API server alone: test/kwokcluster can add kube-scheduler,
 // kube-controller-manager and kwok's simulated nodes, so that Deployments
-// get ReplicaSets and Pods that run; test/simdataplane plays the
-// controllers the demo needs and the cluster lacks.
+// get ReplicaSets and Pods that run; test/gateway serves the Gateways, and
+// test/simdataplane reports the LeaderWorkerSets the cluster cannot run.
 package localcluster
