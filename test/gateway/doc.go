@@ -26,7 +26,19 @@
 //     model) goes to the client. When the picker itself fails, the pool's
 //     failureMode decides: FailOpen sends the request to a Ready pod of the
 //     pool, FailClose answers 503. RejectAlpha2Pools makes v1alpha2 pools
-//     invalid backends (InvalidKind), as a gateway serving v1 pools only.
+//     invalid backends (InvalidKind), as a gateway serving v1 pools only;
+//     a Gateway's PoolGroupsAnnotation names the pool groups it routes to
+//     (the demo plays a gateway that serves v1alpha2 pools only, then is
+//     upgraded).
+//
+// Listeners serve each Gateway at a loopback address of its own (from
+// 127.0.100.1, skipping addresses another process holds), written to the
+// Gateway's status with Programmed. NewStatus writes what the router
+// observes: GatewayClasses Accepted, each HTTPRoute's parent status
+// (Accepted, ResolvedRefs with the first invalid backend's reason), each
+// InferencePool's parents (the Gateways that accepted a route sending to
+// it, ResolvedRefs when the endpoint picker's Service exists). New puts
+// the three together on a cluster (test/demo uses it).
 //
 // Auth (test tooling, no Kuadrant): with Options.Authorizer set to
 // AuthPolicies, a request matched to a route first goes through the
