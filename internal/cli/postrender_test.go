@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -167,5 +168,41 @@ spec:
 		if got := strings.Count(out, "kind: ScaledObject"); got != tc.want {
 			t.Errorf("%v: %d ScaledObjects, want %d", tc.args, got, tc.want)
 		}
+	}
+}
+
+// Static mode with auth on fails closed: Helm applies the routes, so the
+// render refuses a protected service's route when no AuthPolicy in the
+// stream targets its Gateway, names the Gateway and the route, and writes
+// nothing. With the chart's gateway policy in the stream, or the service
+// opened with the annotation (its own anonymous AuthPolicy), it renders;
+// either way the output then holds an AuthPolicy beside the route, which
+// Helm cannot map while Kuadrant's CRDs are missing
+// (TestIntegrationHelmStaticAuthWithoutKuadrant).
+func TestPostRenderStaticAuthFailsClosed(t *testing.T) {
+	svc := "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: chat, namespace: team%s}\n" +
+		"spec: {baseRefs: [{name: kserve-config-llm-cpu-simulator}], router: {route: {}, gateway: {}, scheduler: {}}}\n"
+	protected := fmt.Sprintf(svc, "")
+	opened := fmt.Sprintf(svc, `, annotations: {security.opendatahub.io/enable-auth: "false"}`)
+	gatewayPolicy := "---\napiVersion: kuadrant.io/v1\nkind: AuthPolicy\nmetadata: {name: kserve-ingress-gateway-authn, namespace: opendatahub}\n" +
+		"spec: {targetRef: {group: gateway.networking.k8s.io, kind: Gateway, name: kserve-ingress-gateway}, rules: {}}\n"
+	otherGateway := strings.Replace(gatewayPolicy, "name: kserve-ingress-gateway}", "name: elsewhere}", 1)
+	args := []string{"post-render", "--mode", "static", "--enable-auth"}
+
+	failsQuietly(t, protected, "<stdin>:1: auth is on (--enable-auth) and no AuthPolicy in the stream targets Gateway opendatahub/kserve-ingress-gateway, "+
+		"which HTTPRoute team/chat-kserve-route attaches to", args...)
+	failsQuietly(t, protected+otherGateway, "targets Gateway opendatahub/kserve-ingress-gateway", args...)
+	for name, stream := range map[string]string{"the gateway's policy in the stream": protected + gatewayPolicy, "the service opened": opened} {
+		kinds := map[string]int{}
+		for _, d := range documents(t, stream, args...) {
+			kinds[d.Object.GetKind()]++
+		}
+		if kinds["HTTPRoute"] != 1 || kinds["AuthPolicy"] != 1 {
+			t.Errorf("%s: %d HTTPRoute and %d AuthPolicy in the output, want one of each", name, kinds["HTTPRoute"], kinds["AuthPolicy"])
+		}
+	}
+	// Auth off: nothing to guard.
+	if kinds := documents(t, protected, "post-render", "--mode", "static"); len(kinds) == 0 {
+		t.Error("auth off: no output")
 	}
 }

@@ -5,8 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -46,5 +50,42 @@ func TestIntegrationHelmPostRender(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "- publishers/helm-demo/models/demo-model") {
 		t.Error("the simulator preset did not give the model its publisher name in the simulator's flags")
+	}
+}
+
+// TestIntegrationHelmStaticAuthWithoutKuadrant installs the chart with
+// `helm install` and odh-serving as its post-renderer in static mode with
+// auth on, on an API server without Kuadrant's CRDs: the render fails
+// closed (a protected route needs an AuthPolicy on its Gateway in the
+// release), so the release brings an AuthPolicy wherever it brings a
+// route, and Helm refuses the whole release, naming the kind, before it
+// applies anything: no route is served unchecked.
+func TestIntegrationHelmStaticAuthWithoutKuadrant(t *testing.T) {
+	ns := testenv.NewNamespace(t, cp.Client, "static-auth")
+	helm := testenv.HelmFor(t, "helm", testenv.Kubeconfig(t, cp.Config, ns))
+	bin := filepath.Join(t.TempDir(), "odh-serving")
+	if err := testenv.BuildCommand(t.Context(), "odh-serving", bin); err != nil {
+		t.Fatal(err)
+	}
+	install := func(values ...string) error {
+		args := []string{"install", "static-auth", "testdata/chart", "--namespace", ns,
+			"--post-renderer", bin, "--post-renderer-args", "post-render", "--post-renderer-args", "--mode=static",
+			"--post-renderer-args", "--namespace=" + ns, "--post-renderer-args", "--enable-auth"}
+		_, err := helm.Run(t.Context(), append(args, values...)...)
+		return err
+	}
+	if err := install(); err == nil || !strings.Contains(err.Error(), "no AuthPolicy in the stream targets Gateway opendatahub/kserve-ingress-gateway") {
+		t.Errorf("no gateway policy in the release: %v; want the post-renderer's refusal", err)
+	}
+	if err := install("--set", "auth=true"); err == nil || !strings.Contains(err.Error(), `no matches for kind "AuthPolicy"`) {
+		t.Errorf("the gateway policy in the release, no Kuadrant: %v; want Helm's refusal of kind AuthPolicy", err)
+	}
+	for _, list := range []client.ObjectList{&gatewayv1.HTTPRouteList{}, &v1alpha2.LLMInferenceServiceList{}, &appsv1.DeploymentList{}} {
+		if err := cp.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if n := meta.LenList(list); n != 0 {
+			t.Errorf("%d %T in %s after the refused installs, want none", n, list, ns)
+		}
 	}
 }

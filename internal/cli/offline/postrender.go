@@ -57,6 +57,13 @@ controller writes it in the cluster, in static mode too, and the pods start
 once it is there. Where no odh-serving controller runs, use --cert-mode
 cert-manager or service-ca.
 
+With --enable-auth in static mode, fail closed (docs/auth.md): the managed
+route of a service not opened with ` + convention.AnnotationEnableAuth + `: "false"
+must attach only to Gateways that an AuthPolicy in the stream targets (the
+chart's <gateway>-authn with auth.enabled=true), or post-render fails. The
+output then holds an AuthPolicy wherever it holds a route, so Helm refuses
+the whole release while Kuadrant's CRDs are missing.
+
 In controller mode the stream passes through untouched: the controller
 expands the services in the cluster.
 
@@ -132,6 +139,7 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags, warnTo i
 		return nil, err
 	}
 	opts.ConfigMaps = inputConfigMaps(in.Other, f.namespace)
+	guarded := guardedGateways(in.Docs, f.namespace)
 	// Each service's children are written as YAML where they are rendered
 	// and dropped: a thousand services' objects never sit in memory at once.
 	type chunk struct {
@@ -140,6 +148,11 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags, warnTo i
 	}
 	chunks, err := renderEach(ctx, in.Services, catalog, opts, f.namespace,
 		func(res *engine.Result, children []*unstructured.Unstructured) (chunk, error) {
+			if opts.Auth {
+				if err := checkGuarded(res, children, guarded); err != nil {
+					return chunk{}, err
+				}
+			}
 			for _, c := range children {
 				if c.GetKind() == "HTTPRoute" && c.GroupVersionKind().Group == "gateway.networking.k8s.io" {
 					markWeightsManaged(c)
