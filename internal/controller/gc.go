@@ -33,7 +33,7 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 		keep[childID{gvk: u.GroupVersionKind(), name: u.GetName()}] = true
 	}
 	for _, k := range childKinds {
-		if !r.kinds.has(k) || (k.certManager && r.opts.CertMode != convention.CertManager) {
+		if !r.kinds.has(k) || !r.holds(k) || (k.certManager && r.opts.CertMode != convention.CertManager) {
 			continue
 		}
 		if err := r.pruneKind(ctx, p.svc, k, keep); err != nil {

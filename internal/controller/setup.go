@@ -105,7 +105,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		return nil, err
 	}
 	for _, k := range childKinds {
-		if k.crd == "" {
+		if k.crd == "" && r.holds(k) {
 			if err := startStep(ctx, "index "+k.gvk.Kind+" children", func(ctx context.Context) error {
 				return indexChildren(ctx, r.indexer, k)
 			}); err != nil {
@@ -120,9 +120,11 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
 		Watches(&v1alpha2.LLMInferenceServiceConfig{}, r.configHandler()).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
-	for _, obj := range []client.Object{
-		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}, &corev1.Secret{},
-	} {
+	children := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}}
+	if r.makesSecrets() {
+		children = append(children, &corev1.Secret{})
+	}
+	for _, obj := range children {
 		b = b.Watches(obj, r.childHandler(mgr))
 	}
 	b = b.Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(forClusterScoped))
@@ -173,6 +175,21 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		}
 	}
 	return r, e.setup()
+}
+
+// makesSecrets reports whether the controller makes Secrets: the
+// self-signed certificates (r.authority) or the metrics readers' tokens
+// (monitoring). Only then does the chart let it read Secrets, and only then
+// does it watch, index, prune or delete them. In static mode with
+// cert-manager or the service CA operator it makes none.
+func (r *Reconciler) makesSecrets() bool {
+	return r.authority != nil || r.opts.monitoring()
+}
+
+// holds reports whether the controller reads and writes children of kind k
+// at all: every child kind but Secrets, which only while it makes them.
+func (r *Reconciler) holds(k kind) bool {
+	return k.gvk != gvkSecret || r.makesSecrets()
 }
 
 func newAuthority(mgr manager.Manager, opts Options) *certs.Authority {

@@ -18,8 +18,12 @@ import (
 
 // ensureTLS keeps the self-signed serving secret the presets mount, with
 // every Service of the service among its names, and deletes it when the
-// service has no Services (stopped) or another certificate mode is on.
+// service has no Services (stopped) or another certificate mode is on
+// (while the controller makes any Secret: else it may not touch them).
 func (r *Reconciler) ensureTLS(ctx context.Context, p *pass) (time.Duration, error) {
+	if !r.makesSecrets() {
+		return 0, nil
+	}
 	key := types.NamespacedName{Namespace: p.svc.Namespace, Name: p.plan.Names.TLSSecret}
 	dnsNames := serviceNames(p)
 	if r.authority == nil || len(dnsNames) == 0 {

@@ -176,10 +176,7 @@ func TestInstallControllerMode(t *testing.T) {
 func TestInstallStaticMode(t *testing.T) {
 	const ns = "odh-static"
 	testenv.EnsureNamespace(t, cp.Client, ns)
-	install := append([]string{"odh-serving", chartDir, "-n", ns, "-f", ciValues(t, chartDir)["static"],
-		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
-		"--post-renderer-args=--namespace=" + ns, "--post-renderer-args=--system-namespace=" + ns,
-		"--post-renderer-args=--cert-mode=cert-manager"}, webhookArgs()...)
+	install := staticInstall(t, ns)
 	uninstallOnFailure(t, ns)
 
 	helm.Must(t, append([]string{"install"}, install...)...)
@@ -209,6 +206,17 @@ func TestInstallStaticMode(t *testing.T) {
 	helm.Must(t, "uninstall", "odh-serving", "-n", ns)
 	mustNotExist(t, gvkDeployment, ns, "chat-kserve")
 	mustNotExist(t, gvkService, ns, "chat")
+}
+
+// staticInstall are the arguments of `helm install` (or upgrade), after the
+// verb, of odh-serving with ci/static-values.yaml in namespace, with
+// odh-serving as Helm's post-renderer in static mode.
+func staticInstall(t *testing.T, namespace string) []string {
+	t.Helper()
+	return append([]string{"odh-serving", chartDir, "-n", namespace, "-f", ciValues(t, chartDir)["static"],
+		"--post-renderer", binary, "--post-renderer-args", "post-render", "--post-renderer-args=--mode=static",
+		"--post-renderer-args=--namespace=" + namespace, "--post-renderer-args=--system-namespace=" + namespace,
+		"--post-renderer-args=--cert-mode=cert-manager"}, webhookArgs()...)
 }
 
 // TestCRDsChartKeepsCRDs turns a CRD group off with an upgrade and then

@@ -73,7 +73,8 @@ var chartRules = []chartRule{
 	{"odh-serving-controller", []string{"/secrets"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil,
 		"self-signed mode: each service's serving certificate, the webhook's, the CA and the CA bundle Secret for Istio " +
 			"gateways; with monitoring: the metrics readers' token Secrets. Names are per service, so not limited by name; " +
-			"the cache keeps only Secrets labelled ours"},
+			"the cache keeps only Secrets labelled ours. Neither (static mode with cert-manager or the service CA operator, or " +
+			"monitoring off): no Secret rights, and the controller neither watches nor reads Secrets"},
 	{"odh-serving-controller", []string{"apps/deployments", "leaderworkerset.x-k8s.io/leaderworkersets", "/services", "/serviceaccounts",
 		"rbac.authorization.k8s.io/roles", "rbac.authorization.k8s.io/rolebindings", "inference.networking.k8s.io/inferencepools",
 		"inference.networking.x-k8s.io/inferencepools", "autoscaling/horizontalpodautoscalers", "keda.sh/scaledobjects",
@@ -81,7 +82,10 @@ var chartRules = []chartRule{
 		[]string{"get", "list", "watch"}, nil, whyStaticChildren},
 	{"odh-serving-controller", []string{"gateway.networking.k8s.io/httproutes"}, []string{"get", "list", "watch", "update", "patch"}, nil,
 		"static mode: the controller shifts the routes' weights during the InferencePool migration"},
-	{"odh-serving-controller", []string{"/pods", "discovery.k8s.io/endpointslices", "inference.networking.x-k8s.io/inferenceobjectives",
+	{"odh-serving-controller", []string{"/pods"}, []string{"get", "list", "watch"}, nil,
+		"both modes: the controller watches its workloads' pods, which say why a workload is not Ready (unschedulable, " +
+			"image pull, crash loop, readiness probe); in managed mode it also grants them in the children's Roles"},
+	{"odh-serving-controller", []string{"discovery.k8s.io/endpointslices", "inference.networking.x-k8s.io/inferenceobjectives",
 		"inference.networking.x-k8s.io/inferencemodelrewrites", "llm-d.ai/inferenceobjectives", "llm-d.ai/inferencemodelrewrites"},
 		[]string{"get", "list", "watch"}, nil, whyGrantedOn},
 	{"odh-serving-controller", []string{"/events", "events.k8s.io/events"}, []string{"create", "patch"}, nil, whyEvents},
