@@ -61,12 +61,12 @@ func start(t *testing.T, mods ...func(*controller.Options)) *env {
 }
 
 // newEnv is start without running the controller.
-func newEnv(t *testing.T, mods ...func(*controller.Options)) *env {
-	t.Helper()
-	nodes.Need(t)
-	e := &env{t: t, c: cp.Client, rec: &testenv.Recorder{}}
-	e.ns = testenv.NewNamespace(t, cp.Client, "t")
-	e.sys = testenv.NewNamespace(t, cp.Client, "sys")
+func newEnv(tb testing.TB, mods ...func(*controller.Options)) *env {
+	tb.Helper()
+	nodes.Need(tb)
+	e := &env{t: tb, c: cp.Client, rec: &testenv.Recorder{}}
+	e.ns = testenv.NewNamespace(tb, cp.Client, "t")
+	e.sys = testenv.NewNamespace(tb, cp.Client, "sys")
 	e.opts = controller.Options{
 		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,

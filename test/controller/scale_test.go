@@ -15,27 +15,64 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// scaleServices is how many services TestScaleConcurrentReconciles runs.
-const scaleServices = 200
+// concurrentServices is how many services TestConcurrentReconciles runs:
+// two for each of its 8 workers. scaleServices is how many
+// BenchmarkScaleConcurrentReconciles runs.
+const (
+	concurrentServices = 16
+	scaleServices      = 200
+)
 
-// TestScaleConcurrentReconciles: with 8 workers, 200 services (half
-// single-node CPU simulators, half prefill/decode, all with a managed
-// router) each get exactly the children the engine renders, become Ready
-// once their 600 pods run on the cluster's nodes (and the gateway's and the
-// LeaderWorkerSets' statuses are simulated), and then a reconcile of every
-// one of them sends no write.
-func TestScaleConcurrentReconciles(t *testing.T) {
+// TestConcurrentReconciles: with 8 workers, 16 services (half single-node
+// CPU simulators, half prefill/decode, all with a managed router) each get
+// exactly the children the engine renders, become Ready once their pods
+// run on the cluster's nodes (and the gateway's and the LeaderWorkerSets'
+// statuses are simulated), and then a reconcile of every one of them sends
+// no write. BenchmarkScaleConcurrentReconciles does the same with 200
+// services and reports how long it takes.
+func TestConcurrentReconciles(t *testing.T) {
+	concurrentReconciles(t, concurrentServices)
+}
+
+// BenchmarkScaleConcurrentReconciles is TestConcurrentReconciles with 200
+// services and 600 pods on the cluster (test/kwokcluster). It reports the
+// time from the first create until every service is created
+// (s-to-create), has every child the engine renders (s-to-children) and is
+// Ready (s-to-ready), the controller's writes per service until it
+// settled (writes/service), and fails if the reconciles of every service
+// after that write anything. Run it with `make bench-controller`, or alone
+// with -bench '^BenchmarkScaleConcurrentReconciles$' -benchtime 1x.
+func BenchmarkScaleConcurrentReconciles(b *testing.B) {
+	for range b.N {
+		r := concurrentReconciles(b, scaleServices)
+		b.ReportMetric(r.created.Seconds(), "s-to-create")
+		b.ReportMetric(r.children.Seconds(), "s-to-children")
+		b.ReportMetric(r.ready.Seconds(), "s-to-ready")
+		b.ReportMetric(float64(r.writes)/scaleServices, "writes/service")
+	}
+}
+
+// scaleTimes are concurrentReconciles' times from its first create, and
+// the controller's writes until it settled.
+type scaleTimes struct {
+	created, children, ready time.Duration
+	writes                   int
+}
+
+// concurrentReconciles runs n services with 8 workers until every one is
+// Ready, then reconciles each once more and fails on any write.
+func concurrentReconciles(tb testing.TB, n int) scaleTimes {
+	tb.Helper()
 	ctx := context.Background()
 	began := time.Now()
-	e := newEnv(t, func(o *controller.Options) { o.MaxConcurrentReconciles = 8 })
-	// The services' 600 pods would fill the GPU nodes' pod slots (110
-	// each) for the tests after this one. Cleaned up once the controller
-	// stopped.
-	testenv.DeleteNamespaceAtEnd(t, e.c, e.ns, 3*time.Minute)
+	e := newEnv(tb, func(o *controller.Options) { o.MaxConcurrentReconciles = 8 })
+	// The services' pods would fill the GPU nodes' pod slots (110 each)
+	// for the tests after this one. Cleaned up once the controller stopped.
+	testenv.DeleteNamespaceAtEnd(tb, e.c, e.ns, 3*time.Minute)
 	e.run()
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
-	names := make([]string, scaleServices)
-	forEach(t, scaleServices, func(i int) error {
+	names := make([]string, n)
+	forEach(tb, n, func(i int) error {
 		doc, name := simService("", managedRouter), fmt.Sprintf("sim-%03d", i)
 		if i%2 == 1 {
 			doc, name = prefillDecode, fmt.Sprintf("pd-%03d", i)
@@ -48,50 +85,54 @@ func TestScaleConcurrentReconciles(t *testing.T) {
 		}
 		return nil
 	})
-	created := time.Since(began)
+	var r scaleTimes
+	r.created = time.Since(began)
 
-	// The cluster's controllers make the services' 600 pods meanwhile (and
-	// write about as much again as the controller): 5 minutes at a load of
-	// 15 on two cores took up to 2.5 each.
-	testenv.Within(t, 5*time.Minute, "every service has the children the engine renders", func() error {
+	// Listing every child of every service is heavy for the API server,
+	// which the controller needs too: with 200 services, once a second.
+	pause := time.Duration(n) * 5 * time.Millisecond
+	// The cluster's controllers make the services' pods meanwhile (and
+	// write about as much again as the controller): 5 minutes for 200
+	// services at a load of 15 on two cores took up to 2.5 each.
+	testenv.Within(tb, 5*time.Minute, "every service has the children the engine renders", func() error {
 		err := e.allChildrenMatch()
 		if err != nil {
-			time.Sleep(time.Second) // as below
+			time.Sleep(pause)
 		}
 		return err
 	})
-	converged := time.Since(began)
+	r.children = time.Since(began)
 
-	testenv.Within(t, 5*time.Minute, "every service is Ready", func() error {
+	testenv.Within(tb, 5*time.Minute, "every service is Ready", func() error {
 		e.simulate()
 		err := e.allReady()
 		if err != nil {
-			// Listing every child of 200 services is heavy for the API
-			// server, which the controller needs too: once a second.
-			time.Sleep(time.Second)
+			time.Sleep(pause)
 		}
 		return err
 	})
-	ready := time.Since(began)
+	r.ready = time.Since(began)
 
 	// Settled: no write for 3 seconds. Then every service is touched (an
 	// annotation the engine does not propagate) and so reconciled once
 	// more; none of that may write.
 	e.waitQuiet(3 * time.Second)
-	before, reconciledBefore := e.rec.Count(), reconciles(t)
-	touch(t, e.c, e.ns, names)
-	testenv.Within(t, time.Minute, "every service is reconciled again", func() error {
-		if n := reconciles(t) - reconciledBefore; n < scaleServices {
-			return fmt.Errorf("%v reconciles", n)
+	before, reconciledBefore := e.rec.Count(), reconciles(tb)
+	r.writes = before
+	touch(tb, e.c, e.ns, names)
+	testenv.Within(tb, time.Minute, "every service is reconciled again", func() error {
+		if got := reconciles(tb) - reconciledBefore; got < float64(n) {
+			return fmt.Errorf("%v reconciles", got)
 		}
 		return nil
 	})
 	time.Sleep(2 * time.Second)
 	if writes := e.rec.Since(before); len(writes) > 0 {
-		t.Errorf("steady state wrote %d times over %v reconciles, want 0:\n%v", len(writes), reconciles(t)-reconciledBefore, writes)
+		tb.Errorf("steady state wrote %d times over %v reconciles, want 0:\n%v", len(writes), reconciles(tb)-reconciledBefore, writes)
 	}
-	t.Logf("%d services: created in %v, children in %v, Ready in %v; %d writes by the controller; %v reconciles in steady state, 0 writes",
-		scaleServices, created.Round(time.Millisecond), converged.Round(time.Millisecond), ready.Round(time.Millisecond), before, reconciles(t)-reconciledBefore)
+	tb.Logf("%d services: created in %v, children in %v, Ready in %v; %d writes by the controller; %v reconciles in steady state, 0 writes",
+		n, r.created.Round(time.Millisecond), r.children.Round(time.Millisecond), r.ready.Round(time.Millisecond), before, reconciles(tb)-reconciledBefore)
+	return r
 }
 
 // allChildrenMatch checks every service in the env's namespace against
