@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +56,9 @@ type Listeners struct {
 type gatewayServers struct {
 	addr    string
 	servers map[string]*http.Server // by listener name
+	// listeners are the servers' sockets: closed with them, also before
+	// Serve has taken them.
+	listeners []net.Listener
 	// version tells a changed spec of listeners from the one served.
 	version string
 }
@@ -130,6 +134,10 @@ func (s *gatewayServers) stop() {
 		_ = srv.Close()
 		delete(s.servers, name)
 	}
+	for _, ln := range s.listeners {
+		_ = ln.Close()
+	}
+	s.listeners = nil
 }
 
 func (l *Listeners) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -226,7 +234,13 @@ func setCondition(conds *[]metav1.Condition, typ string, ok bool, reason, msg st
 // the listeners that could not be served, by name.
 func (l *Listeners) serve(ctx context.Context, gw *gatewayv1.Gateway) (map[string]error, error) {
 	key := client.ObjectKeyFromObject(gw)
-	version := fmt.Sprint(gw.Spec.Listeners)
+	// The listeners' value: fmt.Sprint would print their pointer fields'
+	// addresses, which differ on every object read.
+	spec, err := json.Marshal(gw.Spec.Listeners)
+	if err != nil {
+		return nil, fmt.Errorf("gateway %s: %w", key, err)
+	}
+	version := string(spec)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.byGW[key]
@@ -268,6 +282,7 @@ func (l *Listeners) serve(ctx context.Context, gw *gatewayv1.Gateway) (map[strin
 		}
 		srv := &http.Server{Handler: l.router.Handler(key, ls.Name), ReadHeaderTimeout: 10 * time.Second}
 		s.servers[string(ls.Name)] = srv
+		s.listeners = append(s.listeners, ln)
 		go func() { _ = srv.Serve(ln) }()
 		l.router.logf("Gateway %s listener %s: %s://%s", key, ls.Name, map[bool]string{true: "https", false: "http"}[ls.Protocol == gatewayv1.HTTPSProtocolType], addr)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -135,4 +136,39 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestListenersKeepServingAnUnchangedGateway: a reconcile of a Gateway
+// whose listeners did not change (a new object read from the cache, its
+// status or annotations changed) keeps the servers, and with them the
+// connections in use; a changed listener serves anew.
+func TestListenersKeepServingAnUnchangedGateway(t *testing.T) {
+	first := net.ParseIP(fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)).To4()
+	l := &Listeners{router: NewRouter(nil, Options{}), first: first, byGW: map[types.NamespacedName]*gatewayServers{}, inUse: map[string]bool{}}
+	t.Cleanup(l.Close)
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{
+			Name: "http", Port: gatewayv1.PortNumber(testenv.FreePort(t)), Protocol: gatewayv1.HTTPProtocolType,
+			AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}},
+		}}},
+	}
+	serve := func(gw *gatewayv1.Gateway) *http.Server {
+		t.Helper()
+		if errs, err := l.serve(t.Context(), gw); err != nil || len(errs) > 0 {
+			t.Fatalf("serve: %v %v", err, errs)
+		}
+		return l.byGW[types.NamespacedName{Namespace: "ns", Name: "gw"}].servers["http"]
+	}
+	before := serve(gw.DeepCopy())
+	again := gw.DeepCopy()
+	again.Annotations = map[string]string{"changed": "yes"}
+	if serve(again) != before {
+		t.Error("the Gateway's listener was served anew though its listeners did not change: every connection to it was closed")
+	}
+	changed := gw.DeepCopy()
+	changed.Spec.Listeners[0].Port = gatewayv1.PortNumber(testenv.FreePort(t))
+	if serve(changed) == before {
+		t.Error("a changed listener port is still served by the old server")
+	}
 }
