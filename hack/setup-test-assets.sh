@@ -6,7 +6,7 @@
 #
 #   hack/setup-test-assets.sh [test|demo|cluster|requests|NAME...]
 #     test (default)  the cluster, helm, helm4, kustomize and epp: what `make test` runs
-#     demo            the cluster and helm: what `make demo` runs
+#     demo            the cluster, helm and epp: what `make demo` runs
 #     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok: the cluster
 #                     with simulated GPU nodes (test/kwokcluster)
 #     requests        etcd kube-apiserver epp: what the tests that send requests through GIE's
@@ -41,7 +41,7 @@ LOG=$ROOT/bin/test-assets.log
 GOVER=$(go env GOVERSION)
 
 CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok"
-DEMO_SET="$CLUSTER_SET helm"
+DEMO_SET="$CLUSTER_SET helm epp"
 TEST_SET="$CLUSTER_SET helm helm4 kustomize"
 ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm helm4 kustomize"
 REQUESTS_SET="etcd kube-apiserver epp"

@@ -7,26 +7,45 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
+	"github.com/opendatahub-io/odh-serving/test/modelserver"
 	"github.com/opendatahub-io/odh-serving/test/simdataplane"
 )
 
 // dataPlane is the rest of the data plane, test tooling all: the test
 // gateway (test/gateway), which serves every Gateway at a loopback address
-// and writes the status it observes, and the simulated LeaderWorkerSet
-// status (test/simdataplane).
+// and writes the status it observes; the model-server simulator at every
+// Running workload pod's IP (test/modelserver); GIE's endpoint picker as a
+// process for every Running endpoint picker pod (test/endpointpicker's
+// Runner), which the gateway asks over ext_proc; and the simulated
+// LeaderWorkerSet status (test/simdataplane).
 type dataPlane struct {
 	gateway *gateway.Gateway
 	lws     *simdataplane.DataPlane
+	fleet   *modelserver.Fleet
+	pickers *endpointpicker.Runner
+	cs      kubernetes.Interface
 }
 
-func newDataPlane(cfg *rest.Config, log io.Writer) (*dataPlane, error) {
-	gw, err := gateway.New(cfg, "", gateway.Options{Log: log})
+// newDataPlane sets up the data plane for the cluster of cfg, running the
+// endpoint picker binary epp with its files under dir.
+func newDataPlane(cfg *rest.Config, epp, dir string, log io.Writer) (*dataPlane, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("data plane: %w", err)
+	}
+	pickers, err := endpointpicker.NewRunner(cfg, epp, dir, log)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := gateway.New(cfg, "", gateway.Options{Log: log, EndpointPicker: pickers.EndpointPicker})
 	if err != nil {
 		return nil, err
 	}
@@ -34,22 +53,31 @@ func newDataPlane(cfg *rest.Config, log io.Writer) (*dataPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dataPlane{gateway: gw, lws: lws}, nil
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{Log: log})
+	return &dataPlane{gateway: gw, lws: lws, fleet: fleet, pickers: pickers, cs: cs}, nil
 }
 
-// Start runs both until ctx ends or one fails.
+// Start runs every part until ctx ends or one fails.
 func (d *dataPlane) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
-	for _, start := range []func(context.Context) error{d.gateway.Start, d.lws.Start} {
+	parts := []func(context.Context) error{
+		d.gateway.Start, d.lws.Start, d.pickers.Run,
+		func(ctx context.Context) error { return d.fleet.Run(ctx, d.cs) },
+	}
+	errs := make(chan error, len(parts))
+	for _, start := range parts {
 		go func() {
 			err := start(ctx)
 			cancel()
 			errs <- err
 		}()
 	}
-	return errors.Join(<-errs, <-errs)
+	var all []error
+	for range parts {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // dataplane runs the data plane in the foreground until interrupted; a
@@ -57,18 +85,20 @@ func (d *dataPlane) Start(ctx context.Context) error {
 func dataplane(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to serve (required)")
+	epp := fs.String("epp", "", "GIE's endpoint picker binary (required)")
+	dir := fs.String("dir", "", "folder of the endpoint pickers' logs, certificates and kubeconfigs (required)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *kubeconfig == "" {
-		return fmt.Errorf("dataplane: --kubeconfig is required")
+	if *kubeconfig == "" || *epp == "" || *dir == "" {
+		return fmt.Errorf("dataplane: --kubeconfig, --epp and --dir are required")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return fmt.Errorf("dataplane: kubeconfig: %w", err)
 	}
 	crlog.SetLogger(zap.New(zap.WriteTo(out)))
-	d, err := newDataPlane(cfg, out)
+	d, err := newDataPlane(cfg, *epp, *dir, out)
 	if err != nil {
 		return err
 	}

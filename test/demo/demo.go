@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
@@ -80,6 +81,8 @@ type outcome struct {
 	Webhooks bool
 	// MaaS is what step 10 showed; nil when it was skipped.
 	MaaS *maasOutcome
+	// Requests is what steps 8 and 9 showed.
+	Requests *requestsOutcome
 	// GPU is what steps 11 to 13 showed.
 	GPU     *gpuOutcome
 	Elapsed time.Duration
@@ -161,7 +164,7 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 func (d *demo) run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
-		d.startDataPlane, d.watchStatus, d.upgrade, d.autoscale, d.maas,
+		d.startDataPlane, d.watchStatus, d.requests, d.migrate, d.upgrade, d.autoscale, d.maas,
 		d.gpuServices, d.gpuFix, d.garbageCollect, d.finish,
 	} {
 		if err := step(ctx); err != nil {
@@ -174,7 +177,7 @@ func (d *demo) run(ctx context.Context) error {
 // 1. Build odh-serving; build (the first time) or reuse etcd, kube-apiserver
 // and helm, and kubectl for a kept environment.
 func (d *demo) build(ctx context.Context) error {
-	tools, args := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "helm"}, []string{"demo"}
+	tools, args := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "helm", "epp"}, []string{"demo"}
 	if d.cfg.Keep {
 		tools, args = append(tools, "kubectl"), append(args, "kubectl")
 	}
@@ -637,13 +640,16 @@ func (d *demo) status(ctx context.Context) (string, error) {
 // LeaderWorkerSet status.
 func (d *demo) startDataPlane(ctx context.Context) error {
 	d.header("Start the rest of the data plane: the test gateway (test/gateway) and the SIMULATED LeaderWorkerSet status (test/simdataplane)")
+	if err := d.setPoolGroups(ctx, build.GroupPoolV1alpha2); err != nil {
+		return err
+	}
 	logPath := filepath.Join(d.cfg.Dir, dataplaneLog)
 	if d.cfg.Keep {
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find this program: %w", err)
 		}
-		proc, _, err := detach.Start([]string{self, "dataplane", "--kubeconfig", d.kubeconfig}, nil, logPath)
+		proc, _, err := detach.Start([]string{self, "dataplane", "--kubeconfig", d.kubeconfig, "--epp", d.epp(), "--dir", d.pickersDir()}, nil, logPath)
 		if err != nil {
 			return err
 		}
@@ -653,7 +659,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 			return err
 		}
 	} else {
-		dp, err := newDataPlane(d.restCfg, d.dataplaneLog)
+		dp, err := newDataPlane(d.restCfg, d.epp(), d.pickersDir(), d.dataplaneLog)
 		if err != nil {
 			return err
 		}
@@ -668,14 +674,21 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 	d.say("Deployments are real: kube-controller-manager makes their ReplicaSets and Pods, kube-scheduler places them, kwok runs them")
 	d.say("LeaderWorkerSets of services: Available, all groups ready (SIMULATED: the LWS operator does not run, no StatefulSet or Pod of theirs)")
 	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
+	d.say("  %s/%s serves v1alpha2 InferencePools only (annotation %s), as a gateway from before GIE v1 does: the routes stay dual", systemNamespace, ingressGateway, gateway.PoolGroupsAnnotation)
+	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, 127.1.x.y) and port, as the pod")
+	d.say("endpoint pickers: GIE's epp, a process per Running endpoint picker pod, with the pod's arguments (its configuration adapted, its ports free ones), as the pod's ServiceAccount, over TLS with the controller's certificate; logs in %s", d.rel(d.pickersDir()))
 	d.say("log: %s", d.rel(logPath))
 	return nil
 }
 
+func (d *demo) epp() string { return filepath.Join(d.assets, "epp") }
+
+func (d *demo) pickersDir() string { return filepath.Join(d.cfg.Dir, "endpoint-pickers") }
+
 // 7. Watch the status until every service is Ready on the v1 pool.
 func (d *demo) watchStatus(ctx context.Context) error {
-	d.header("Watch `odh-serving status -A` until every service is Ready and its route is on the v1 InferencePool")
-	err := d.poll(ctx, "services Ready on v1", 500*time.Millisecond, func() (bool, error) {
+	d.header("Watch `odh-serving status -A` until every service is Ready (dual: the gateway routes to v1alpha2 pools only)")
+	err := d.poll(ctx, "services Ready on dual", 500*time.Millisecond, func() (bool, error) {
 		// The states first: the table printed after them shows at least
 		// as much progress, so the last table printed is the final one.
 		states, err := d.serviceStates(ctx)
@@ -693,7 +706,7 @@ func (d *demo) watchStatus(ctx context.Context) error {
 			d.lastStatus = out
 		}
 		for _, s := range states {
-			if !s.Ready || s.Phase != "v1" {
+			if !s.Ready || s.Phase != "dual" {
 				return false, nil
 			}
 		}

@@ -15,8 +15,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
@@ -58,6 +60,8 @@ func TestIntegrationDemo(t *testing.T) {
 		}
 	}
 
+	checkRequests(t, res.Requests)
+
 	want := renderedKinds(t, root, bin, services)
 	for _, s := range services {
 		got := res.Objects[s.String()]
@@ -93,8 +97,8 @@ func TestIntegrationDemo(t *testing.T) {
 	if !regexp.MustCompile(`hpa/qwen-hpa:[24]/4 `).MatchString(out.String()) {
 		t.Error("the output lacks the HPA's counts hpa/qwen-hpa:2/4 or :4/4")
 	}
-	for _, line := range []string{"1/14 Build", "3/14 helm install", "7/14 Watch", "9/14 Autoscale", "10/14 Models-as-a-Service",
-		"11/14 GPU services", "12/14 Fix big", "13/14 Delete big", "14/14 Tear down",
+	for _, line := range []string{"1/16 Build", "3/16 helm install", "7/16 Watch", "8/16 Requests", "9/16 The move", "11/16 Autoscale", "12/16 Models-as-a-Service",
+		"13/16 GPU services", "14/16 Fix big", "15/16 Delete big", "16/16 Tear down",
 		"dual", "kwok-gpu-0   NVIDIA-H100-80GB-HBM3", "0/6 nodes are available: ", "demo done in"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the output lacks %q", line)
@@ -327,5 +331,39 @@ func TestExamplesAreTheDemoServices(t *testing.T) {
 	}
 	if gpu := examples("examples/gpu/*.yaml"); !slices.Equal(names(gpu), names(cpu)) {
 		t.Errorf("examples/gpu has services %v, examples/ %v: the GPU versions are the same services", names(gpu), names(cpu))
+	}
+}
+
+// checkRequests checks steps 8 and 9: qwen's requests were chosen by GIE's
+// endpoint picker and spread over both its pods, none went to the pod made
+// not Ready, llama-pd's (a profile GIE's endpoint picker cannot run) by the
+// pool's failureMode, and no request failed while the routes moved from
+// the v1alpha2 to the v1 pool, through both.
+func checkRequests(t *testing.T, ro *requestsOutcome) {
+	t.Helper()
+	if ro == nil {
+		t.Fatal("no requests were sent")
+	}
+	qwen, pd := "demo/qwen", "demo/llama-pd"
+	if ro.PickedBy[qwen] != gateway.PickedByEndpointPicker || len(ro.Spread[qwen]) != 2 {
+		t.Errorf("qwen's %d concurrent requests: picked by %q, by pod %v; want the endpoint picker, both pods", concurrent, ro.PickedBy[qwen], ro.Spread[qwen])
+	}
+	if ro.PickedBy[pd] != gateway.PickedByFailOpen || len(ro.Spread[pd]) == 0 {
+		t.Errorf("llama-pd's requests: picked by %q, by pod %v; want the gateway's FailOpen", ro.PickedBy[pd], ro.Spread[pd])
+	}
+	if ro.NotReadyPod == "" || ro.AfterNotReady[ro.NotReadyPod] != 0 || len(ro.AfterNotReady) == 0 {
+		t.Errorf("after %q was made not Ready, requests went to %v", ro.NotReadyPod, ro.AfterNotReady)
+	}
+	alpha2, v1 := 0, 0
+	for backend, n := range ro.Backends {
+		switch {
+		case strings.HasSuffix(backend, "."+build.GroupPoolV1alpha2):
+			alpha2 += n
+		case strings.HasSuffix(backend, "."+build.GroupPoolV1):
+			v1 += n
+		}
+	}
+	if ro.Failed != 0 || ro.Sent == 0 || alpha2 == 0 || v1 == 0 {
+		t.Errorf("the move from dual to v1: %d requests, %d failed, %d through the v1alpha2 pool and %d through the v1 pool; want none failed, some through each", ro.Sent, ro.Failed, alpha2, v1)
 	}
 }

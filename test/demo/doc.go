@@ -15,27 +15,38 @@
 //  5. helm upgrade with three services on the CPU presets
 //     (values-demo.yaml: single node, prefill/decode with a scheduler, data
 //     parallel across nodes);
-//  6. start the test gateway (test/gateway), which listens for each Gateway
-//     at a loopback address and writes the status it observes, and the
-//     SIMULATED LeaderWorkerSet status (test/simdataplane);
+//  6. start the rest of the data plane, test tooling: the test gateway
+//     (test/gateway), which listens for each Gateway at a loopback address
+//     and writes the status it observes (the ingress Gateway annotated to
+//     serve v1alpha2 InferencePools only), the model-server simulator at
+//     every Running workload pod (test/modelserver), GIE's endpoint picker
+//     as a process for every endpoint picker pod (test/endpointpicker's
+//     Runner), and the SIMULATED LeaderWorkerSet status (test/simdataplane);
 //  7. print `odh-serving status -A` as it changes until every service is
-//     Ready with its route moved from the dual to the v1 InferencePool, then
-//     each service's objects by kind;
-//  8. helm upgrade with llama-pd's decode replicas changed, and wait for the
+//     Ready (dual), then each service's objects by kind;
+//  8. requests through the test gateway to each service's URL:
+//     /v1/models, a chat completion, 50 at once with their spread over the
+//     pods, a pod made not Ready by kwok's readiness stage getting no more;
+//  9. the gateway serves v1 pools too (annotation removed): the controller
+//     moves the routes from the v1alpha2 to the v1 pool while 20 requests a
+//     second flow to each service, and the failed ones are counted;
+//  10. helm upgrade with llama-pd's decode replicas changed, and wait for the
 //     Deployment to follow;
-//  9. put an HPA on qwen's decode Deployment and scale it as the HPA
+//  11. put an HPA on qwen's decode Deployment and scale it as the HPA
 //     controller would (SIMULATED: there is no metrics server), then show
 //     the controller handing spec.replicas over and leaving the count alone;
-//  10. MaaS: `kubectl get models -A` as alice (premium) and bob (free), a
+//  12. MaaS: `kubectl get models -A` as alice (premium) and bob (free), a
 //     token request as alice, and the gateway's SubjectAccessReview of that
 //     token on each service;
-//  11. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
+//  13. GPU services, one asking for more GPUs than a node has; 14. its fix;
+//  15. garbage collection of a deleted service;
+//  16. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
 //     kubectl against it.
 //
 // Each step prints a line with the time since the start. Other commands:
 // `down` (stop a kept environment), `devcluster up|down` (the local cluster
-// alone), `dataplane --kubeconfig FILE` (the test gateway and the simulated
-// LWS status in the foreground).
+// alone), `dataplane --kubeconfig FILE --epp BINARY --dir DIR` (step 6's
+// data plane in the foreground).
 //
 // demo_test.go runs the same steps in-process and checks their outcome, so
 // the demo cannot rot.

@@ -22,8 +22,9 @@ commands:
   (none), run            the demo; DEMO_KEEP=1 keeps the environment running
   down                   stop what a DEMO_KEEP=1 run left running
   devcluster up|down     only the local cluster (kube-apiserver + etcd), kubeconfig in bin/demo/
-  dataplane --kubeconfig FILE
-                         run the test gateway and the simulated LWS status in the foreground
+  dataplane --kubeconfig FILE --epp BINARY --dir DIR
+                         run the data plane (test gateway, model servers, endpoint pickers,
+                         simulated LWS status) in the foreground
 `
 
 func main() {

@@ -32,6 +32,21 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
+// Headers the test gateway adds to its responses, so that a test or the
+// demo sees how a request was routed.
+const (
+	// BackendHeader names the backend chosen by weight: "Kind name.group"
+	// (the group is empty for a Service).
+	BackendHeader = "X-Test-Gateway-Backend"
+	// PickedByHeader says who chose the pod of an InferencePool backend.
+	PickedByHeader = "X-Test-Gateway-Picked-By"
+	// PickedByEndpointPicker: the pool's endpoint picker.
+	PickedByEndpointPicker = "endpoint-picker"
+	// PickedByFailOpen: the gateway, at random among the Ready pods,
+	// because the endpoint picker failed and the pool fails open.
+	PickedByFailOpen = "failure-mode-open"
+)
+
 // EndpointPickerFunc says where the endpoint picker behind a Service port
 // listens, and whether it serves TLS.
 type EndpointPickerFunc func(ctx context.Context, namespace, service string, port int32) (addr string, useTLS bool, err error)
@@ -390,7 +405,8 @@ func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Req
 	if respHeaders != nil {
 		w = &headerModifyingWriter{ResponseWriter: w, mod: respHeaders}
 	}
-	group, _ := groupKind(b.ref.BackendObjectReference)
+	group, kind := groupKind(b.ref.BackendObjectReference)
+	w.Header().Set(BackendHeader, fmt.Sprintf("%s %s.%s", kind, b.ref.Name, group))
 	if group == "" {
 		r.toService(ctx, w, out, rt.Namespace, b.ref, backendTimeout)
 		return
@@ -733,6 +749,7 @@ func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Re
 			return
 		}
 		r.logf("InferencePool %s/%s (%s): failureMode FailOpen: %v", namespace, name, group, pickErr)
+		w.Header().Set(PickedByHeader, PickedByFailOpen)
 		r.toAnyOf(ctx, w, req, eps, body, timeout)
 		return
 	}
@@ -746,6 +763,7 @@ func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Re
 	if i := slices.IndexFunc(eps, func(e endpoint) bool { return e.addr == p.Endpoint }); i >= 0 {
 		ep = eps[i]
 	}
+	w.Header().Set(PickedByHeader, PickedByEndpointPicker)
 	resp, err := r.forward(ctx, req, ep, p.Body, p.SetHeaders, p.RemoveHeaders, timeout)
 	if err != nil {
 		r.forwardFailed(w, err)

@@ -41,6 +41,15 @@ const (
 	NeverReady = "kwok.invalid/odh-serving/never-ready:v1"
 )
 
+// ReadinessLabel on a Running pod makes kwok play its readiness probe
+// (stages/readiness.yaml): ReadinessFails takes the pod's Ready condition
+// to False, ReadinessPasses back to True.
+const (
+	ReadinessLabel  = "readiness.kwok.odh-serving.opendatahub.io"
+	ReadinessFails  = "fail"
+	ReadinessPasses = "pass"
+)
+
 // PodCIDR is where kwok takes pod IPs from: loopback, see the package doc.
 const PodCIDR = "127.1.0.0/16"
 
@@ -68,6 +77,8 @@ var (
 	defaultStages string
 	//go:embed stages/faults.yaml
 	faultStages string
+	//go:embed stages/readiness.yaml
+	readinessStages string
 )
 
 // Options say where the binaries are and what the cluster has.
@@ -114,7 +125,7 @@ func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int) ([]Pr
 		return nil, fmt.Errorf("kwok cluster: %w", err)
 	}
 	stages := filepath.Join(dir, "stages.yaml")
-	if err := os.WriteFile(stages, []byte(defaultStages+"\n---\n"+faultStages), 0o600); err != nil {
+	if err := os.WriteFile(stages, []byte(defaultStages+"\n---\n"+faultStages+"\n---\n"+readinessStages), 0o600); err != nil {
 		return nil, fmt.Errorf("kwok cluster: write the stages: %w", err)
 	}
 	bin := func(name string) string { return filepath.Join(assetsDir, name) }
