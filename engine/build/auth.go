@@ -1,37 +1,65 @@
 package build
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/engine/naming"
 )
 
 // ComponentAuth labels a service's anonymous AuthPolicy.
 const ComponentAuth = "llminferenceservice-auth"
 
-// anonymousAuth opens the managed route to anyone while auth is on, for a
-// service annotated convention.AnnotationEnableAuth "false": a Kuadrant
-// AuthPolicy on the route whose rules, more specific than the gateway's
-// defaults, replace them for that route. It lets every request in
-// (anonymous authentication, no authorization rule). A service whose
-// routes are its own (route.http.refs) gets none: they keep the gateway's
-// policy.
-func (b *builder) anonymousAuth() {
-	if !b.opts.Auth || !AuthDisabled(b.svc.Annotations) || !b.builtIn("gateway.networking.k8s.io", "HTTPRoute", b.names.route) {
-		return
+// anonymousAuth opens the service's routes to anyone while auth is on,
+// for a service annotated convention.AnnotationEnableAuth "false": a
+// Kuadrant AuthPolicy on each route whose rules, more specific than the
+// gateway's defaults, replace them for that route. It lets every request
+// in (anonymous authentication, no authorization rule). The managed
+// route's is <service>-kserve-route-authn, as ODH names it; each route of
+// the user's own (route.http.refs, in the service's namespace) gets
+// <route>-authn, one policy per route however many services name it.
+func (b *builder) anonymousAuth() error {
+	if !b.opts.Auth || !AuthDisabled(b.svc.Annotations) {
+		return nil
 	}
-	b.add(b.custom(convention.KuadrantGroup+"/v1", "AuthPolicy", b.names.routeAuth, ComponentAuth, map[string]any{
+	if b.builtIn("gateway.networking.k8s.io", "HTTPRoute", b.names.route) {
+		b.add(b.anonymousPolicy(b.names.routeAuth, b.names.route))
+		return nil
+	}
+	r := b.spec.Router
+	if r == nil || r.Route == nil || r.Route.HTTP == nil {
+		return nil
+	}
+	for i, ref := range r.Route.HTTP.Refs {
+		name, err := naming.ChildName(ref.Name, RouteRefAuthPolicySuffix)
+		if err != nil {
+			return fmt.Errorf("spec.router.route.http.refs[%d]: the AuthPolicy's name: %w", i, err)
+		}
+		b.add(b.anonymousPolicy(name, ref.Name))
+	}
+	return nil
+}
+
+// RouteRefAuthPolicySuffix names the anonymous AuthPolicy of a route of the
+// user's own: <route>-authn.
+const RouteRefAuthPolicySuffix = "-authn"
+
+// anonymousPolicy is an AuthPolicy named name that lets anyone through the
+// HTTPRoute route.
+func (b *builder) anonymousPolicy(name, route string) Object {
+	return b.custom(convention.KuadrantGroup+"/v1", "AuthPolicy", name, ComponentAuth, map[string]any{
 		"targetRef": map[string]any{
 			"group": "gateway.networking.k8s.io",
 			"kind":  "HTTPRoute",
-			"name":  b.names.route,
+			"name":  route,
 		},
 		"rules": map[string]any{
 			"authentication": map[string]any{
 				"public": map[string]any{"anonymous": map[string]any{}},
 			},
 		},
-	}))
+	})
 }
 
 // AuthDisabled reports whether a service's annotations open it to

@@ -126,7 +126,9 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	if err := b.route(); err != nil {
 		return nil, err
 	}
-	b.anonymousAuth()
+	if err := b.anonymousAuth(); err != nil {
+		return nil, err
+	}
 	b.gatewayTLS()
 	b.monitors()
 	if err := b.autoscale(); err != nil {

@@ -22,13 +22,21 @@ import (
 // enable-auth annotation brings its own policy for its route. The
 // workloads are not held back. The route comes when what was missing
 // does: the CRD watcher, and the watch of AuthPolicies, reconcile the
-// services then. In static mode Helm applies the route.
+// services then. In static mode Helm applies the route. A service whose
+// routes are its own has only its anonymous AuthPolicies held back while
+// the CRD is missing.
 func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 	if !r.opts.Auth || r.opts.StaticMode {
 		return nil
 	}
 	route := p.res.Named(engine.RoleRoute)
 	if route == "" {
+		// Routes of the user's own (route.http.refs) are theirs: neither
+		// applied nor withheld. Their anonymous AuthPolicies, for a service
+		// opened with the annotation, come with the CRD.
+		if !r.kinds.hasCRD(crdAuthPolicy) {
+			p.res = p.res.Without(engine.RoleAuth)
+		}
 		return nil
 	}
 	switch {

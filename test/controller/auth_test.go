@@ -73,6 +73,15 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	e := startWithGateway(t, withAuth)
 	e.create(simulator)
 	e.create(openService)
+	// Opened too, through routes of its own: each gets <route>-authn.
+	own := e.decode(simService("own", `    route:
+      http:
+        refs:
+        - name: own-http
+    scheduler: {}
+`))
+	own.Annotations = map[string]string{convention.AnnotationEnableAuth: "false"}
+	e.must(e.c.Create(context.Background(), own))
 	for _, name := range []string{"sim", "open"} {
 		svc := e.waitCondition(name, httpRoutesReady, metav1.ConditionFalse, "CRDMissing")
 		msg := cond(svc, httpRoutesReady).Message
@@ -88,8 +97,13 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 			t.Errorf("%s: a URL (%v, %v) for a route that is not served", name, svc.Status.URL, svc.Status.Addresses)
 		}
 	}
-	// The workloads are not held back; only the routes are.
-	e.waitExists(deployment, "sim-kserve", "open-kserve")
+	// The workloads are not held back; only the routes are. The service
+	// with routes of its own waits for the CRD for its policy, without an
+	// error (the routes are the user's: neither applied nor withheld).
+	e.waitExists(deployment, "sim-kserve", "open-kserve", "own-kserve")
+	if c := cond(e.service("own"), v1alpha2.ConditionRouterReady); c != nil && c.Reason == controller.ReasonReconcileError {
+		t.Errorf("own: RouterReady %s: %s", c.Reason, c.Message)
+	}
 	for _, name := range []string{"sim-kserve-route", "open-kserve-route"} {
 		if e.exists(route(), name) {
 			t.Errorf("HTTPRoute %s exists while auth is on and Kuadrant's AuthPolicy CRD is missing", name)
@@ -101,7 +115,7 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	// The opened service brings its own policy; the protected one waits for
 	// its gateway's.
 	e.waitExists(route, "open-kserve-route")
-	e.waitExists(authPolicy, "open-kserve-route-authn")
+	e.waitExists(authPolicy, "open-kserve-route-authn", "own-http-authn")
 	svc := e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthPolicyMissing)
 	if msg := cond(svc, httpRoutesReady).Message; !strings.Contains(msg, e.sys+"/kserve-ingress-gateway") {
 		t.Errorf("HTTPRoutesReady message %q does not name the Gateway", msg)
@@ -119,6 +133,13 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	e.must(e.c.Get(context.Background(), clientKey(e.ns, "open-kserve-route-authn"), policy))
 	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("open").UID {
 		t.Errorf("AuthPolicy open-kserve-route-authn is not controlled by its service: %v", policy.GetOwnerReferences())
+	}
+	e.must(e.c.Get(context.Background(), clientKey(e.ns, "own-http-authn"), policy))
+	if target, _, _ := unstructured.NestedString(policy.(*unstructured.Unstructured).Object, "spec", "targetRef", "name"); target != "own-http" {
+		t.Errorf("AuthPolicy own-http-authn targets %q, want the service's own route own-http", target)
+	}
+	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("own").UID {
+		t.Errorf("AuthPolicy own-http-authn is not controlled by its service: %v", policy.GetOwnerReferences())
 	}
 
 	// Ready: the opened service at once, the protected one once Kuadrant
