@@ -354,6 +354,9 @@ func checkRequests(t *testing.T, ro *requestsOutcome) {
 	if ro.NotReadyPod == "" || ro.AfterNotReady[ro.NotReadyPod] != 0 || len(ro.AfterNotReady) == 0 {
 		t.Errorf("after %q was made not Ready, requests went to %v", ro.NotReadyPod, ro.AfterNotReady)
 	}
+	if ro.LoRAPod == "" || !ro.LoRAServed {
+		t.Errorf("the LoRA adapter's request was answered by pod %q, which lists it: %t", ro.LoRAPod, ro.LoRAServed)
+	}
 	alpha2, v1 := 0, 0
 	for backend, n := range ro.Backends {
 		switch {

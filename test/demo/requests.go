@@ -15,6 +15,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -45,6 +47,10 @@ type requestsOutcome struct {
 	// answered afterwards.
 	NotReadyPod   string
 	AfterNotReady map[string]int
+	// LoRAPod answered a request naming the LoRA adapter; LoRAServed says
+	// its /v1/models lists the adapter.
+	LoRAPod    string
+	LoRAServed bool
 	// Sent and Failed count the requests during the move from dual to
 	// v1; Backends counts them by the backend the gateway chose.
 	Sent, Failed int
@@ -261,6 +267,65 @@ func (d *demo) requests(ctx context.Context) error {
 			}
 		}
 	}
+	return d.lora(ctx, ro)
+}
+
+// The LoRA service of step 8: qwen with an adapter, one replica.
+const (
+	loraService = "qwen-lora"
+	loraAdapter = "sql-lora"
+)
+
+// lora deploys a service with a LoRA adapter, sends a chat completion
+// naming the adapter as its model, shows the pod that answered serves it,
+// and deletes the service.
+func (d *demo) lora(ctx context.Context, ro *requestsOutcome) error {
+	ns := d.services[0].Namespace
+	svc := &v1alpha2.LLMInferenceService{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: loraService},
+		Spec: v1alpha2.LLMInferenceServiceSpec{
+			Model: v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct"), LoRA: &v1alpha2.LoRASpec{
+				Adapters: []v1alpha2.LoRAAdapter{{Name: ptrTo(loraAdapter), URI: "hf://yard1/llama-2-7b-sql-lora-test"}},
+			}},
+			WorkloadSpec: v1alpha2.WorkloadSpec{Replicas: ptrTo(int32(1))},
+			BaseRefs:     []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
+			Router:       &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
+		},
+	}
+	if err := d.c.Create(ctx, svc); err != nil {
+		return fmt.Errorf("create service %s/%s: %w", ns, loraService, err)
+	}
+	ref := serviceRef{Namespace: ns, Name: loraService}
+	d.say("%s: qwen with the LoRA adapter %s (spec.model.lora.adapters), one replica; its endpoint picker runs the lora profile", ref, loraAdapter)
+	err := d.poll(ctx, ref.String()+" Ready", 300*time.Millisecond, func() (bool, error) {
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(svc.Status.Conditions, v1alpha2.ConditionReady) && svc.Status.ObservedGeneration == svc.Generation, nil
+	})
+	if err != nil {
+		return err
+	}
+	t := target{ref: ref, url: svc.Status.URL, model: loraAdapter}
+	var a answer
+	err = d.poll(ctx, ref.String()+": a chat completion for "+loraAdapter, 300*time.Millisecond, func() (bool, error) {
+		a, err = chat(ctx, t)
+		return err == nil && a.picked == gateway.PickedByEndpointPicker, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last answer: %d %s", err, a.code, strings.TrimSpace(a.body))
+	}
+	models, err := send(ctx, http.MethodGet, t.url+"/v1/models", "")
+	if err != nil {
+		return err
+	}
+	ro.LoRAPod, ro.LoRAServed = a.pod, strings.Contains(models.body, `"`+loraAdapter+`"`) && models.pod == a.pod
+	d.say("  POST /v1/chat/completions with model %s: %s: %s", loraAdapter, a, content(a.body))
+	d.say("  GET  /v1/models: %s lists %s: %t", models, loraAdapter, ro.LoRAServed)
+	if err := d.c.Delete(ctx, svc); err != nil {
+		return fmt.Errorf("delete service %s: %w", ref, err)
+	}
+	d.say("  %s deleted", ref)
 	return nil
 }
 
