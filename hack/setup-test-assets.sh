@@ -7,13 +7,14 @@
 #   hack/setup-test-assets.sh [test|demo|cluster|requests|NAME...]
 #     test (default)  the cluster, helm, helm4, kustomize and epp: what `make test` runs
 #     demo            the cluster, helm and epp: what `make demo` runs
-#     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok: the cluster
-#                     with simulated GPU nodes (test/kwokcluster)
+#     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok lws-controller:
+#                     the cluster with simulated GPU nodes and the LeaderWorkerSet operator
+#                     (test/kwokcluster)
 #     requests        etcd kube-apiserver epp: what the tests that send requests through GIE's
 #                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
 #                     in the root module like helm) is a NAME too.
 #     NAME            any of etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok
-#                     helm helm4 kustomize. No test and no make target runs kubectl, so no set
+#                     lws-controller helm helm4 kustomize. No test and no make target runs kubectl, so no set
 #                     builds it; `DEMO_KEEP=1 make demo` asks for it.
 #
 # Every binary has its own stamp (.stamp-NAME), so the demo's binaries are reused by the test set.
@@ -21,14 +22,17 @@
 # setup-envtest's cache and $PATH, and linked or copied in; only then is it built from the Go
 # module proxy: etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl in the
 # nested module hack/k8s-assets, kwok in the nested module hack/kwok-assets (it needs Go 1.26 and
-# k8s.io v0.36), helm in the root module (same version as the helm library odh-serving uses, so it
-# shares its build cache), helm 4 and kustomize with `go install`.
+# k8s.io v0.36), helm and lws-controller (the LeaderWorkerSet operator's manager, sigs.k8s.io/lws's
+# cmd at the version go.mod requires) in the root module (the same libraries odh-serving uses, so
+# they share its build cache), helm 4 and kustomize with `go install`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=1.34.4          # must match hack/k8s-assets/go.mod
 ETCD_VERSION=3.6.4          # what k8s.io/kubernetes v1.34.4 pins (hack/k8s-assets/go.sum)
 HELM_VERSION=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit }' "$ROOT/go.mod")
 [[ -n $HELM_VERSION ]] || { echo "test-assets: no helm.sh/helm/v3 in go.mod" >&2; exit 1; }
+LWS_VERSION=$(awk '$1 == "sigs.k8s.io/lws" { print $2; exit }' "$ROOT/go.mod")
+[[ -n $LWS_VERSION ]] || { echo "test-assets: no sigs.k8s.io/lws in go.mod" >&2; exit 1; }
 HELM4_VERSION=v4.3.1        # helm.sh/helm/v4, installed as helm4 (post-renderer plugin tests)
 KUSTOMIZE_VERSION=v5.8.1    # = kustomize/api v0.21.1; v5.8.3 needs go >= 1.27
 KWOK_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" { print $3; exit }' "$ROOT/hack/kwok-assets/go.mod")
@@ -40,10 +44,10 @@ OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
 LOG=$ROOT/bin/test-assets.log
 GOVER=$(go env GOVERSION)
 
-CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok"
+CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok lws-controller"
 DEMO_SET="$CLUSTER_SET helm epp"
 TEST_SET="$CLUSTER_SET helm helm4 kustomize"
-ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok helm helm4 kustomize"
+ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok lws-controller helm helm4 kustomize"
 REQUESTS_SET="etcd kube-apiserver epp"
 TEST_SET+=" epp" # test/requests runs it
 ALL+=" epp"
@@ -66,6 +70,7 @@ done
 KLDF="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
 HLDF="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$MINOR -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$MINOR"
 H4LDF="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION"
+LLDF="-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION"
 
 # The stamp of a binary: what it is and how it is built (a new Go rebuilds it too). A different
 # stamp rebuilds, or re-reuses, that binary.
@@ -73,6 +78,7 @@ stamp() {
   case $1 in
     etcd|kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) echo "$1 k8s=$K8S_VERSION $SUMS $GOVER $KLDF" ;;
     kwok) echo "kwok $KWOK_VERSION $KWOK_SUMS $GOVER -s -w" ;;
+    lws-controller) echo "lws-controller $LWS_VERSION root-module $GOVER $LLDF" ;;
     helm) echo "helm $HELM_VERSION root-module $GOVER $HLDF" ;;
     helm4) echo "helm4 $HELM4_VERSION $GOVER $H4LDF" ;;
     kustomize) echo "kustomize $KUSTOMIZE_VERSION $GOVER -s -w" ;;
@@ -94,6 +100,7 @@ version_of() {
     etcd) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^etcd Version: //p' ;;
     kube-apiserver|kube-scheduler|kube-controller-manager) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^Kubernetes v//p' ;;
     kwok) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^kwok version v\([^ ]*\).*/v\1/p' ;;
+    lws-controller) timeout 10 "$2" --version 2>/dev/null | sed -n 's/^Version: //p' ;;
     kubectl) timeout 10 "$2" version --client 2>/dev/null | sed -n 's/^Client Version: v//p' ;;
     helm|helm4) timeout 10 "$2" version --short 2>/dev/null | sed 's/+.*//' ;;
     kustomize) timeout 10 "$2" version 2>/dev/null | sed 's/^{Version:kustomize\///; s/ .*//' ;;
@@ -105,6 +112,7 @@ accepted() {
     etcd) [[ $2 == "${ETCD_VERSION%.*}".* ]] ;;
     kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) [[ $2 == "${K8S_VERSION%.*}".* ]] ;;
     kwok) [[ $2 == "$KWOK_VERSION" ]] ;;
+    lws-controller) [[ $2 == "$LWS_VERSION" ]] ;;
     helm) [[ $2 == "$HELM_VERSION" ]] ;;
     helm4) [[ $2 == "$HELM4_VERSION" ]] ;;
     kustomize) [[ $2 == "$KUSTOMIZE_VERSION" ]] ;;
@@ -148,7 +156,7 @@ reuse() {
 want_text() {
   case $1 in
     etcd) echo "${ETCD_VERSION%.*}.x" ;; kube-apiserver|kube-scheduler|kube-controller-manager|kubectl) echo "${K8S_VERSION%.*}.x" ;;
-    kwok) echo "$KWOK_VERSION" ;;
+    kwok) echo "$KWOK_VERSION" ;; lws-controller) echo "$LWS_VERSION" ;;
     helm) echo "$HELM_VERSION" ;; helm4) echo "$HELM4_VERSION" ;; kustomize) echo "$KUSTOMIZE_VERSION" ;;
   esac
 }
@@ -209,6 +217,16 @@ run() {
     # builds above or with odh-serving's.
     run "kwok $KWOK_VERSION" "4 min" "$ROOT/hack/kwok-assets" go build -ldflags "-s -w" -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok
     stamp kwok > "$OUT/.stamp-kwok"
+  fi
+  if has lws-controller; then
+    # The LeaderWorkerSet operator's manager, built like helm with a copy of the root go.mod (it
+    # needs go.sum lines odh-serving does not: open-policy-agent/cert-controller, volcano's API),
+    # so it shares odh-serving's k8s.io and controller-runtime packages in the build cache.
+    MODF=$OUT/.lws-mod/go.mod
+    mkdir -p "$(dirname "$MODF")"; cp "$ROOT/go.mod" "$MODF"; cp "$ROOT/go.sum" "${MODF%.mod}.sum"
+    run "lws-controller (LeaderWorkerSet $LWS_VERSION)" "20 s once odh-serving is built, 4 min without (7 min of CPU)" "$ROOT" \
+      go build -modfile "$MODF" -mod=mod -ldflags "$LLDF" -o "$OUT/lws-controller" sigs.k8s.io/lws/cmd
+    rm -rf "$(dirname "$MODF")"; stamp lws-controller > "$OUT/.stamp-lws-controller"
   fi
   if has helm; then
     # The root module's helm, built with a copy of its go.mod (the helm CLI needs a few go.sum

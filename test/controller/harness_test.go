@@ -16,7 +16,6 @@ import (
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -237,10 +236,11 @@ func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reaso
 	return svc
 }
 
-// The statuses of the controllers this cluster lacks: the gateway's, and
-// the LeaderWorkerSet operator's (see docs/demo.md). Deployments, their
-// ReplicaSets and Pods are real: kube-controller-manager, kube-scheduler
-// and kwok run them on simulated nodes (testenv.MainWithCluster).
+// The statuses of the controller this cluster lacks: the gateway's.
+// Deployments, LeaderWorkerSets, their ReplicaSets, StatefulSets and Pods
+// are real: kube-controller-manager, the LeaderWorkerSet operator,
+// kube-scheduler and kwok run them on simulated nodes
+// (testenv.MainWithCluster).
 
 // gateway creates a programmed Gateway with one HTTP listener and an
 // address.
@@ -278,27 +278,12 @@ func condition(t string, generation int64) metav1.Condition {
 
 func ptr[T any](v T) *T { return &v }
 
-// simulate writes the status that the LWS operator and the gateway would
-// write for everything in the test namespace: LeaderWorkerSets available,
-// routes and pools accepted by their gateways.
+// simulate writes the status that the gateway would write for everything
+// in the test namespace: routes and pools accepted by their gateways.
 func (e *env) simulate() {
 	e.t.Helper()
-	e.simulateLWS()
 	e.simulateRoutes()
 	e.simulatePools()
-}
-
-// simulateLWS makes the LeaderWorkerSets available, as the LWS operator
-// would once their pods run: it does not run here (docs/demo.md).
-func (e *env) simulateLWS() {
-	e.t.Helper()
-	e.updateStatuses(statusesToWrite(e, &lwsv1.LeaderWorkerSetList{}, func(l *lwsv1.LeaderWorkerSet) bool {
-		if meta.IsStatusConditionTrue(l.Status.Conditions, "Available") {
-			return false
-		}
-		l.Status.Conditions = []metav1.Condition{condition("Available", l.Generation)}
-		return true
-	}))
 }
 
 // simulateRoutes has every route accepted by each of its parents. The

@@ -26,10 +26,10 @@ const (
 // TestConcurrentReconciles: with 8 workers, 16 services (half single-node
 // CPU simulators, half prefill/decode, all with a managed router) each get
 // exactly the children the engine renders, become Ready once their pods
-// run on the cluster's nodes (and the gateway's and the LeaderWorkerSets'
-// statuses are simulated), and then a reconcile of every one of them sends
-// no write. BenchmarkScaleConcurrentReconciles does the same with 200
-// services and reports how long it takes.
+// run on the cluster's nodes (and the gateway's status is simulated), and
+// then a reconcile of every one of them sends no write.
+// BenchmarkScaleConcurrentReconciles does the same with 200 services and
+// reports how long it takes.
 func TestConcurrentReconciles(t *testing.T) {
 	concurrentReconciles(t, concurrentServices)
 }

@@ -12,6 +12,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -41,10 +42,16 @@ spec:
 
 // TestMultiNodeAndPrefill adds and removes the worker and the prefill
 // workload and checks the objects, their labels and RBAC follow (reference
-// §4.3), and that LeaderWorkerSet status drives readiness.
+// §4.3), and that LeaderWorkerSet status drives readiness: the decode
+// leader's readiness probe fails at first (kwok's NeverReady image), so the
+// LeaderWorkerSet operator does not report it available until the image is
+// a good one.
 func TestMultiNodeAndPrefill(t *testing.T) {
 	e := startWithGateway(t)
-	e.create(multiNode)
+	e.create(multiNode + `  template:
+    containers:
+    - name: main
+      image: ` + kwokcluster.NeverReady + "\n")
 	e.waitExists(lws, "mn-kserve-mn", "mn-kserve-mn-prefill")
 	e.waitExists(serviceAccount, "mn-kserve-mn", "mn-kserve-mn-prefill")
 	e.waitExists(role, "mn-kserve-mn-role")
@@ -73,8 +80,9 @@ func TestMultiNodeAndPrefill(t *testing.T) {
 		t.Errorf("RoleBinding mn-kserve-mn-rb = %+v %+v", rb.RoleRef, rb.Subjects)
 	}
 
-	// Everything but the LeaderWorkerSets is ready: the service is not.
-	testenv.Eventually(t, "not Ready while the LeaderWorkerSets are not available", func() error {
+	// Everything but the decode LeaderWorkerSet is ready: the service is
+	// not.
+	testenv.Eventually(t, "not Ready while the decode LeaderWorkerSet is not available", func() error {
 		e.simulateRoutes()
 		e.simulatePools()
 		svc := e.service("mn")
@@ -88,6 +96,7 @@ func TestMultiNodeAndPrefill(t *testing.T) {
 		return nil
 	})
 	// LeaderWorkerSet status events reach the service.
+	e.update("mn", func(s *v1alpha2.LLMInferenceService) { s.Spec.Template = nil })
 	svc := e.waitReady("mn")
 	if cond(svc, "MainWorkloadReady") != nil || cond(svc, "PrefillWorkloadReady") != nil {
 		t.Error("single-node workload conditions on a multi-node service")

@@ -12,6 +12,17 @@
 //     keeps the nodes Ready (renewing their Leases, NodeLeaseSeconds) and
 //     takes each scheduled pod to Running and Ready with a pod IP, or
 //     deletes it once it is marked for deletion;
+//   - with Options.LWS, the LeaderWorkerSet operator (sigs.k8s.io/lws, its
+//     manager built as lws-controller), which turns each LeaderWorkerSet
+//     into a leader StatefulSet and a worker StatefulSet per group and
+//     reports its status. Its webhooks are installed as upstream's
+//     (lws/webhooks-v0.8.0.yaml: a pod webhook labels each leader and
+//     worker pod with its group, worker index and group hash, a
+//     LeaderWorkerSet webhook defaults the spec), called at a URL on
+//     127.0.0.1 with a certificate PrepareLWS makes (the operator's own
+//     certificate rotation needs its Service and Secret in a cluster).
+//     It runs as cfg's user, like the other processes, not with its
+//     ClusterRole. The LeaderWorkerSet CRD must be installed first;
 //
 // and registers simulated nodes (DefaultNodes: four with eight NVIDIA GPUs
 // each, two with CPUs only), all named kwok-… and labelled type=kwok. No
@@ -35,7 +46,8 @@
 //
 // The binaries come from Options.AssetsDir or $KUBEBUILDER_ASSETS: the
 // folder `hack/setup-test-assets.sh cluster` prints. Start takes about two
-// seconds on an idle 2-core machine. The processes are ended with the one
+// seconds on an idle 2-core machine, and about one more with the
+// LeaderWorkerSet operator. The processes are ended with the one
 // that started them (on Linux, even when it is killed).
 //
 // This is test tooling. engine/ and internal/ never import it.

@@ -19,10 +19,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
@@ -96,6 +98,9 @@ type Options struct {
 	// StartTimeout bounds the wait until the nodes are Ready and the
 	// scheduler and controller manager work; default one minute.
 	StartTimeout time.Duration
+	// LWS also runs the LeaderWorkerSet operator (PrepareLWS) and installs
+	// its webhooks; the API server must serve LeaderWorkerSets already.
+	LWS bool
 }
 
 // Process is one of the cluster's processes: its name, command line and
@@ -161,6 +166,9 @@ type Cluster struct {
 	procs   []*exec.Cmd
 	exited  []chan error
 	tempDir bool
+	// cl is set once the LWS operator's webhooks may be installed: Stop
+	// removes them.
+	cl client.Client
 }
 
 // Start registers the nodes, starts the processes against cfg's API server
@@ -187,7 +195,11 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 		}
 		c.Dir, c.tempDir = dir, true
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), lwsv1.AddToScheme(scheme)); err != nil {
+		return nil, errors.Join(fmt.Errorf("kwok cluster: %w", err), c.Stop())
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("kwok cluster: %w", err), c.Stop())
 	}
@@ -212,7 +224,33 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 	if err := Wait(ctx, cl, o.Nodes, port, c.exitedEarly); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w (logs in %s)", err, c.Dir), c.Stop())
 	}
+	if o.LWS {
+		if err := c.startLWS(ctx, cfg, cl, o.AssetsDir); err != nil {
+			return nil, errors.Join(fmt.Errorf("%w (logs in %s)", err, c.Dir), c.Stop())
+		}
+	}
 	return c, nil
+}
+
+// startLWS runs the LeaderWorkerSet operator, installs its webhooks and
+// waits until the API server reaches them.
+func (c *Cluster) startLWS(ctx context.Context, cfg *rest.Config, cl client.Client, assetsDir string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	l, err := PrepareLWS(cfg, assetsDir, c.Dir, port)
+	if err != nil {
+		return err
+	}
+	if err := c.run(l.Process); err != nil {
+		return err
+	}
+	c.cl = cl
+	if err := l.InstallWebhooks(ctx, cl); err != nil {
+		return err
+	}
+	return WaitLWS(ctx, cl, c.exitedEarly)
 }
 
 // run starts p as a child that dies with this process.
@@ -340,8 +378,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// PIDs are the processes' ids: kube-scheduler's, kube-controller-manager's
-// and kwok's, for a benchmark that counts their CPU apart.
+// PIDs are the processes' ids: kube-scheduler's, kube-controller-manager's,
+// kwok's and the LWS operator's when it runs, for a benchmark that counts
+// their CPU apart.
 func (c *Cluster) PIDs() []int {
 	pids := make([]int, 0, len(c.procs))
 	for _, cmd := range c.procs {
@@ -350,11 +389,17 @@ func (c *Cluster) PIDs() []int {
 	return pids
 }
 
-// Stop ends the processes (SIGTERM, then SIGKILL after 5 s) and removes a
-// temporary folder. The nodes stay registered; the API server usually goes
-// next.
+// Stop removes the LWS operator's webhook configurations, ends the
+// processes (SIGTERM, then SIGKILL after 5 s) and removes a temporary
+// folder. The nodes stay registered; the API server usually goes next.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.cl != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, UninstallLWSWebhooks(ctx, c.cl))
+		cancel()
+		c.cl = nil
+	}
 	for _, cmd := range c.procs {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 	}

@@ -22,7 +22,7 @@ import (
 
 var (
 	cp    *controlplane.ControlPlane
-	nodes testenv.Cluster
+	nodes = testenv.Cluster{LWS: true}
 )
 
 func init() { testenv.InitLogger() }

@@ -55,6 +55,10 @@ func MainWithCluster(m *testing.M, cp **controlplane.ControlPlane, cluster *Clus
 // Cluster is test/kwokcluster on a package's control plane, started once,
 // by the first test that needs it.
 type Cluster struct {
+	// LWS also runs the LeaderWorkerSet operator (kwokcluster.Options.LWS),
+	// so that LeaderWorkerSets get StatefulSets and Pods.
+	LWS bool
+
 	cp   **controlplane.ControlPlane
 	once sync.Once
 	c    *kwokcluster.Cluster
@@ -68,7 +72,7 @@ func (c *Cluster) Need(tb testing.TB) *kwokcluster.Cluster {
 	if c.cp == nil {
 		tb.Fatal("testenv.Cluster: the package's TestMain must call testenv.MainWithCluster")
 	}
-	c.once.Do(func() { c.c, c.err = kwokcluster.Start((*c.cp).Config, kwokcluster.Options{}) })
+	c.once.Do(func() { c.c, c.err = kwokcluster.Start((*c.cp).Config, kwokcluster.Options{LWS: c.LWS}) })
 	if c.err != nil {
 		tb.Fatal(c.err)
 	}
