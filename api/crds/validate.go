@@ -3,6 +3,8 @@ package crds
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,13 +58,29 @@ func NewValidator(defs []*apiextensionsv1.CustomResourceDefinition) (*Validator,
 	return v, nil
 }
 
-// LoadValidator is NewValidator for the CRDs of the named sets (Load).
+// loaded holds the Validators LoadValidator made, by their list of sets.
+var loaded sync.Map // string → *Validator
+
+// LoadValidator is NewValidator for the CRDs of the named sets (Load). The
+// CRDs are compiled in, and compiling their schemas and CEL rules takes a
+// second or more, so it makes one Validator per list of sets and returns
+// that one on later calls: a Validator is read-only once made and safe for
+// concurrent use.
 func LoadValidator(sets ...string) (*Validator, error) {
+	key := strings.Join(sets, ",")
+	if v, ok := loaded.Load(key); ok {
+		return v.(*Validator), nil
+	}
 	defs, err := Load(sets...)
 	if err != nil {
 		return nil, err
 	}
-	return NewValidator(defs)
+	v, err := NewValidator(defs)
+	if err != nil {
+		return nil, err
+	}
+	shared, _ := loaded.LoadOrStore(key, v)
+	return shared.(*Validator), nil
 }
 
 // Knows reports whether a CRD for the object's kind and version is loaded.

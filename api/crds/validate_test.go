@@ -51,3 +51,30 @@ func TestValidatorAppliesSchemaAndCEL(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadValidatorShared: a second LoadValidator of the same sets returns
+// the Validator the first made (compiling the CRDs takes a second or more,
+// and `presets lint` makes one per run), and other sets get their own.
+func TestLoadValidatorShared(t *testing.T) {
+	first, err := crds.LoadValidator(crds.GIE, crds.KEDA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := crds.LoadValidator(crds.GIE, crds.KEDA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Error("LoadValidator of the same sets made a second Validator")
+	}
+	other, err := crds.LoadValidator(crds.GIE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == first {
+		t.Error("LoadValidator of other sets returned the same Validator")
+	}
+	if _, err := crds.LoadValidator("no-such-set"); err == nil {
+		t.Error("LoadValidator of an unknown set: no error")
+	}
+}
