@@ -45,7 +45,11 @@ func newDataPlane(cfg *rest.Config, epp, dir string, log io.Writer) (*dataPlane,
 	if err != nil {
 		return nil, err
 	}
-	gw, err := gateway.New(cfg, "", gateway.Options{Log: log, EndpointPicker: pickers.EndpointPicker})
+	authz, err := authorizer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := gateway.New(cfg, "", gateway.Options{Log: log, EndpointPicker: pickers.EndpointPicker, Authorizer: authz})
 	if err != nil {
 		return nil, err
 	}

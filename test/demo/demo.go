@@ -83,6 +83,8 @@ type outcome struct {
 	MaaS *maasOutcome
 	// Requests is what steps 8 and 9 showed.
 	Requests *requestsOutcome
+	// Auth is what step 10 showed.
+	Auth *authOutcome
 	// GPU is what steps 11 to 13 showed.
 	GPU     *gpuOutcome
 	Elapsed time.Duration
@@ -164,7 +166,7 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 func (d *demo) run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		d.build, d.startCluster, d.installCharts, d.runController, d.deployServices,
-		d.startDataPlane, d.watchStatus, d.requests, d.migrate, d.upgrade, d.autoscale, d.maas,
+		d.startDataPlane, d.watchStatus, d.requests, d.migrate, d.auth, d.upgrade, d.autoscale, d.maas,
 		d.gpuServices, d.gpuFix, d.garbageCollect, d.finish,
 	} {
 		if err := step(ctx); err != nil {

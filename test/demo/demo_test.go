@@ -91,18 +91,33 @@ func TestIntegrationDemo(t *testing.T) {
 	if _, err := localcluster.HostIP(); err == nil {
 		checkMaaS(t, res.MaaS)
 	}
+	checkAuth(t, res.Auth)
 	checkGPU(t, res.GPU)
 	// The HPA's desired count; its current one is 2 as the demo writes it,
 	// or 4 once the HPA controller has reported the scale.
 	if !regexp.MustCompile(`hpa/qwen-hpa:[24]/4 `).MatchString(out.String()) {
 		t.Error("the output lacks the HPA's counts hpa/qwen-hpa:2/4 or :4/4")
 	}
-	for _, line := range []string{"1/16 Build", "3/16 helm install", "7/16 Watch", "8/16 Requests", "9/16 The move", "11/16 Autoscale", "12/16 Models-as-a-Service",
-		"13/16 GPU services", "14/16 Fix big", "15/16 Delete big", "16/16 Tear down",
+	for _, line := range []string{"1/17 Build", "3/17 helm install", "7/17 Watch", "8/17 Requests", "9/17 The move", "10/17 Auth at the gateway",
+		"12/17 Autoscale", "13/17 Models-as-a-Service", "14/17 GPU services", "15/17 Fix big", "16/17 Delete big", "17/17 Tear down",
 		"dual", "kwok-gpu-0   NVIDIA-H100-80GB-HBM3", "0/6 nodes are available: ", "demo done in"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the output lacks %q", line)
 		}
+	}
+}
+
+// checkAuth: through the test gateway enforcing the chart's AuthPolicy, a
+// request without a token was refused (401) and one with a token of a
+// ServiceAccount granted get on the service was answered by one of its
+// pods.
+func checkAuth(t *testing.T, a *authOutcome) {
+	t.Helper()
+	if a == nil {
+		t.Fatal("the demo did not reach the auth step")
+	}
+	if a.Policy != systemNamespace+"/kserve-ingress-gateway-authn" || a.Without != 401 || a.With != 200 || !strings.HasPrefix(a.Pod, authService+"-") {
+		t.Errorf("auth: %+v; want AuthPolicy %s/kserve-ingress-gateway-authn, 401 without a token, 200 from a pod of %s with one", a, systemNamespace, authService)
 	}
 }
 

@@ -30,17 +30,23 @@
 //  9. the gateway serves v1 pools too (annotation removed): the controller
 //     moves the routes from the v1alpha2 to the v1 pool while 20 requests a
 //     second flow to each service, and the failed ones are counted;
-//  10. helm upgrade with llama-pd's decode replicas changed, and wait for the
+//  10. auth at the gateway: Kuadrant's CRDs and the chart's AuthPolicy on
+//     the ingress gateway, which the test gateway enforces (test tooling:
+//     the policy's TokenReview and SubjectAccessReview on the API server);
+//     a request without a token refused (401), one with a token of a
+//     ServiceAccount granted get on qwen answered by a pod; the policy is
+//     deleted after (the controller runs with auth off);
+//  11. helm upgrade with llama-pd's decode replicas changed, and wait for the
 //     Deployment to follow;
-//  11. put an HPA on qwen's decode Deployment and scale it as the HPA
+//  12. put an HPA on qwen's decode Deployment and scale it as the HPA
 //     controller would (SIMULATED: there is no metrics server), then show
 //     the controller handing spec.replicas over and leaving the count alone;
-//  12. MaaS: `kubectl get models -A` as alice (premium) and bob (free), a
+//  13. MaaS: `kubectl get models -A` as alice (premium) and bob (free), a
 //     token request as alice, and the gateway's SubjectAccessReview of that
 //     token on each service;
-//  13. GPU services, one asking for more GPUs than a node has; 14. its fix;
-//  15. garbage collection of a deleted service;
-//  16. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
+//  14. GPU services, one asking for more GPUs than a node has; 15. its fix;
+//  16. garbage collection of a deleted service;
+//  17. tear everything down, or with DEMO_KEEP=1 keep it and print how to use
 //     kubectl against it.
 //
 // Each step prints a line with the time since the start. Other commands:

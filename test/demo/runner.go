@@ -45,7 +45,7 @@ type runner struct {
 	teardown []func() error
 }
 
-const steps = 16
+const steps = 17
 
 // header prints a step's title with the time since the start.
 func (r *runner) header(title string) {
