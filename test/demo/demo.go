@@ -641,7 +641,7 @@ func (d *demo) status(ctx context.Context) (string, error) {
 // 6. Start the rest of the data plane: the test gateway and the simulated
 // LeaderWorkerSet status.
 func (d *demo) startDataPlane(ctx context.Context) error {
-	d.header("Start the rest of the data plane: the test gateway (test/gateway) and the SIMULATED LeaderWorkerSet status (test/simdataplane)")
+	d.header("Start the rest of the data plane: the test gateway, model servers and GIE's endpoint pickers (test tooling but the pickers), and the SIMULATED LeaderWorkerSet status")
 	if err := d.setPoolGroups(ctx, build.GroupPoolV1alpha2); err != nil {
 		return err
 	}
@@ -829,7 +829,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 // 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
-		d.header("Tear down: stop the test gateway and the simulated LWS status, the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
+		d.header("Tear down: stop the data plane (test gateway, model servers, endpoint pickers, simulated LWS status), the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
 		if err := d.tearDown(); err != nil {
 			return err
 		}
@@ -846,8 +846,14 @@ func (d *demo) finish(_ context.Context) error {
 		d.say("kubectl get models -A --as alice --as-group %s; kubectl get models -A --as bob", premiumGroup)
 	}
 	d.say("bin/odh-serving status -A")
+	for _, st := range d.out.Services {
+		if st.URL != "" {
+			d.say("curl -s %s/v1/models   # through the test gateway to a model server at a pod's address (each service's URL alike)", st.URL)
+			break
+		}
+	}
 	d.say("helm list -A")
-	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log, %s/kwokcluster/{kube-scheduler,kube-controller-manager,kwok}.log", d.rel(d.cfg.Dir), d.rel(d.cfg.Dir))
+	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log, %s/kwokcluster/{kube-scheduler,kube-controller-manager,kwok}.log, %s/*/epp.log", d.rel(d.cfg.Dir), d.rel(d.cfg.Dir), d.rel(d.pickersDir()))
 	d.say("stop everything: go run ./test/demo down")
 	d.say("demo done in %.1fs", d.elapsed().Seconds())
 	return nil
