@@ -16,7 +16,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/modelserver"
-	"github.com/opendatahub-io/odh-serving/test/simdataplane"
 )
 
 // dataPlane is the rest of the data plane, test tooling all: the test
@@ -24,11 +23,9 @@ import (
 // and writes the status it observes; the model-server simulator at every
 // Running workload pod's IP (test/modelserver); GIE's endpoint picker as a
 // process for every Running endpoint picker pod (test/endpointpicker's
-// Runner), which the gateway asks over ext_proc; and the simulated
-// LeaderWorkerSet status (test/simdataplane).
+// Runner), which the gateway asks over ext_proc.
 type dataPlane struct {
 	gateway *gateway.Gateway
-	lws     *simdataplane.DataPlane
 	fleet   *modelserver.Fleet
 	pickers *endpointpicker.Runner
 	cs      kubernetes.Interface
@@ -53,12 +50,8 @@ func newDataPlane(cfg *rest.Config, epp, dir string, log io.Writer) (*dataPlane,
 	if err != nil {
 		return nil, err
 	}
-	lws, err := simdataplane.New(cfg, simdataplane.Options{Log: log})
-	if err != nil {
-		return nil, err
-	}
 	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{Log: log})
-	return &dataPlane{gateway: gw, lws: lws, fleet: fleet, pickers: pickers, cs: cs}, nil
+	return &dataPlane{gateway: gw, fleet: fleet, pickers: pickers, cs: cs}, nil
 }
 
 // Start runs every part until ctx ends or one fails.
@@ -66,7 +59,7 @@ func (d *dataPlane) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	parts := []func(context.Context) error{
-		d.gateway.Start, d.lws.Start, d.pickers.Run,
+		d.gateway.Start, d.pickers.Run,
 		func(ctx context.Context) error { return d.fleet.Run(ctx, d.cs) },
 	}
 	errs := make(chan error, len(parts))

@@ -113,12 +113,12 @@ type demo struct {
 	// apiServer is the MaaS API server's process; nil without MaaS.
 	apiServer    *os.Process
 	dataplanePID int
-	// clusterPIDs are kube-scheduler's, kube-controller-manager's and
-	// kwok's (test/kwokcluster).
+	// clusterPIDs are kube-scheduler's, kube-controller-manager's, kwok's
+	// and the LWS operator's (test/kwokcluster).
 	clusterPIDs []int
 	// lastStatus is the status table printed last.
 	lastStatus string
-	// dataplaneLog receives the in-process data plane's lines (test gateway, simulated LWS status).
+	// dataplaneLog receives the in-process data plane's lines (test gateway, model servers, endpoint pickers).
 	dataplaneLog *os.File
 }
 
@@ -179,7 +179,7 @@ func (d *demo) run(ctx context.Context) error {
 // 1. Build odh-serving; build (the first time) or reuse etcd, kube-apiserver
 // and helm, and kubectl for a kept environment.
 func (d *demo) build(ctx context.Context) error {
-	tools, args := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "helm", "epp"}, []string{"demo"}
+	tools, args := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "lws-controller", "helm", "epp"}, []string{"demo"}
 	if d.cfg.Keep {
 		tools, args = append(tools, "kubectl"), append(args, "kubectl")
 	}
@@ -293,19 +293,9 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	if err := d.saveState(); err != nil {
 		return err
 	}
-	alive := func() error {
-		for i, done := range exited {
-			select {
-			case err := <-done:
-				return fmt.Errorf("%s exited (%w); %s ends with:\n%s", procs[i].Name, err, d.rel(procs[i].Log), tailFile(procs[i].Log))
-			default:
-			}
-		}
-		return nil
-	}
 	waitCtx, cancel := context.WithTimeout(ctx, d.timeout())
 	defer cancel()
-	if err := kwokcluster.Wait(waitCtx, d.c, nodes, port, alive); err != nil {
+	if err := kwokcluster.Wait(waitCtx, d.c, nodes, port, d.anyExited(procs, exited)); err != nil {
 		return err
 	}
 	d.say("controllers: %s", strings.Join(kwokcluster.Controllers, ", "))
@@ -363,7 +353,7 @@ func (d *demo) helmArgs(args ...string) []string {
 
 // 3. helm install both charts.
 func (d *demo) installCharts(ctx context.Context) error {
-	d.header("helm install odh-serving-crds, then odh-serving (controller mode)")
+	d.header("helm install odh-serving-crds, start the LeaderWorkerSet operator, then helm install odh-serving (controller mode)")
 	webhookSet := []string{}
 	if ip, err := localcluster.HostIP(); err != nil {
 		d.say("no webhooks and no MaaS API server: %v; both charts get webhook.enabled=false (and maas.enabled=false) and the controller --disable-webhooks", err)
@@ -383,6 +373,9 @@ func (d *demo) installCharts(ctx context.Context) error {
 		return err
 	}
 	d.say("%d CRDs established (ours, GIE v1 and v1alpha2, Gateway API, LeaderWorkerSet)", n)
+	if err := d.startLWS(ctx); err != nil {
+		return err
+	}
 	args := d.helmArgs("install", release, filepath.Join(d.cfg.Root, chart), "--namespace", systemNamespace,
 		"-f", filepath.Join(d.cfg.Root, valuesFile), "--set", "services=null")
 	if _, err := d.command(ctx, d.helmEnv(), d.helm, append(args, webhookSet...)...); err != nil {
@@ -638,10 +631,10 @@ func (d *demo) status(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// 6. Start the rest of the data plane: the test gateway and the simulated
-// LeaderWorkerSet status.
+// 6. Start the rest of the data plane: the test gateway, model servers and
+// endpoint pickers.
 func (d *demo) startDataPlane(ctx context.Context) error {
-	d.header("Start the rest of the data plane: the test gateway, model servers and GIE's endpoint pickers (test tooling but the pickers), and the SIMULATED LeaderWorkerSet status")
+	d.header("Start the rest of the data plane: the test gateway, model servers and GIE's endpoint pickers (test tooling but the pickers)")
 	if err := d.setPoolGroups(ctx, build.GroupPoolV1alpha2); err != nil {
 		return err
 	}
@@ -673,8 +666,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 			return <-done
 		})
 	}
-	d.say("Deployments are real: kube-controller-manager makes their ReplicaSets and Pods, kube-scheduler places them, kwok runs them")
-	d.say("LeaderWorkerSets of services: Available, all groups ready (SIMULATED: the LWS operator does not run, no StatefulSet or Pod of theirs)")
+	d.say("workloads are real: kube-controller-manager makes the Deployments' ReplicaSets and Pods, the LWS operator the LeaderWorkerSets' StatefulSets (and kube-controller-manager their Pods), kube-scheduler places them, kwok runs them")
 	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
 	d.say("  %s/%s serves v1alpha2 InferencePools only (annotation %s), as a gateway from before GIE v1 does: the routes stay dual", systemNamespace, ingressGateway, gateway.PoolGroupsAnnotation)
 	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, 127.1.x.y) and port, as the pod")
@@ -829,7 +821,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 // 10. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
-		d.header("Tear down: stop the data plane (test gateway, model servers, endpoint pickers, simulated LWS status), the API server, the controller, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
+		d.header("Tear down: stop the data plane (test gateway, model servers, endpoint pickers), the API server, the controller, the LWS operator, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")
 		if err := d.tearDown(); err != nil {
 			return err
 		}
@@ -853,7 +845,7 @@ func (d *demo) finish(_ context.Context) error {
 		}
 	}
 	d.say("helm list -A")
-	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log, %s/kwokcluster/{kube-scheduler,kube-controller-manager,kwok}.log, %s/*/epp.log", d.rel(d.cfg.Dir), d.rel(d.cfg.Dir), d.rel(d.pickersDir()))
+	d.say("logs: %s/{controller,api-server,dataplane,kube-apiserver,etcd}.log, %s/kwokcluster/{kube-scheduler,kube-controller-manager,kwok,lws-controller}.log, %s/*/epp.log", d.rel(d.cfg.Dir), d.rel(d.cfg.Dir), d.rel(d.pickersDir()))
 	d.say("stop everything: go run ./test/demo down")
 	d.say("demo done in %.1fs", d.elapsed().Seconds())
 	return nil
@@ -865,7 +857,8 @@ type keptState struct {
 	ControllerPID int `json:"controllerPid"`
 	APIServerPID  int `json:"apiServerPid,omitempty"`
 	DataPlanePID  int `json:"dataPlanePid"`
-	// ClusterPIDs: kube-scheduler, kube-controller-manager and kwok.
+	// ClusterPIDs: kube-scheduler, kube-controller-manager, kwok and the
+	// LWS operator.
 	ClusterPIDs []int  `json:"clusterPids,omitempty"`
 	Dir         string `json:"dir"`
 }

@@ -93,6 +93,7 @@ func TestIntegrationDemo(t *testing.T) {
 	}
 	checkAuth(t, res.Auth)
 	checkGPU(t, res.GPU)
+	checkLeaderWorkerSet(t, out.String(), res.Requests)
 	// The HPA's desired count; its current one is 2 as the demo writes it,
 	// or 4 once the HPA controller has reported the scale.
 	if !regexp.MustCompile(`hpa/qwen-hpa:[24]/4 `).MatchString(out.String()) {
@@ -118,6 +119,24 @@ func checkAuth(t *testing.T, a *authOutcome) {
 	}
 	if a.Policy != systemNamespace+"/kserve-ingress-gateway-authn" || a.Without != 401 || a.With != 200 || !strings.HasPrefix(a.Pod, authService+"-") {
 		t.Errorf("auth: %+v; want AuthPolicy %s/kserve-ingress-gateway-authn, 401 without a token, 200 from a pod of %s with one", a, systemNamespace, authService)
+	}
+}
+
+// checkLeaderWorkerSet: deepseek's LeaderWorkerSet ran (the LWS operator
+// in step 3): its leader and worker pods are in the nodes tables, and the
+// leader, the only pod of its InferencePool, answered deepseek's requests.
+func checkLeaderWorkerSet(t *testing.T, out string, ro *requestsOutcome) {
+	t.Helper()
+	for _, pod := range []string{"deepseek-kserve-mn-0", "deepseek-kserve-mn-0-1"} {
+		if !regexp.MustCompile(`(?m)[ :,] ` + pod + `(,|$)`).MatchString(out) {
+			t.Errorf("no nodes table lists deepseek's LeaderWorkerSet pod %s", pod)
+		}
+	}
+	if ro == nil {
+		return // checkRequests failed
+	}
+	if spread := ro.Spread["demo/deepseek"]; len(spread) != 1 || spread["deepseek-kserve-mn-0"] == 0 {
+		t.Errorf("deepseek's concurrent requests were answered by %v, want its leader pod deepseek-kserve-mn-0", spread)
 	}
 }
 

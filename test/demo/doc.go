@@ -5,8 +5,9 @@
 //     helm, and kubectl with DEMO_KEEP=1 (hack/setup-test-assets.sh demo);
 //  2. start kube-apiserver and etcd on loopback (test/localcluster), the
 //     kubeconfig in bin/demo/;
-//  3. helm install charts/odh-serving-crds, then charts/odh-serving in
-//     controller mode;
+//  3. helm install charts/odh-serving-crds, start the LeaderWorkerSet
+//     operator with its webhooks (test/kwokcluster), then helm install
+//     charts/odh-serving in controller mode;
 //  4. run `odh-serving controller` as a process here (there is no kubelet),
 //     its webhook reached through an EndpointSlice of the chart's webhook
 //     Service that points at this machine; then `odh-serving api-server`
@@ -21,7 +22,7 @@
 //     serve v1alpha2 InferencePools only), the model-server simulator at
 //     every Running workload pod (test/modelserver), GIE's endpoint picker
 //     as a process for every endpoint picker pod (test/endpointpicker's
-//     Runner), and the SIMULATED LeaderWorkerSet status (test/simdataplane);
+//     Runner);
 //  7. print `odh-serving status -A` as it changes until every service is
 //     Ready (dual), then each service's objects by kind;
 //  8. requests through the test gateway to each service's URL:

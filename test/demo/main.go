@@ -23,8 +23,8 @@ commands:
   down                   stop what a DEMO_KEEP=1 run left running
   devcluster up|down     only the local cluster (kube-apiserver + etcd), kubeconfig in bin/demo/
   dataplane --kubeconfig FILE --epp BINARY --dir DIR
-                         run the data plane (test gateway, model servers, endpoint pickers,
-                         simulated LWS status) in the foreground
+                         run the data plane (test gateway, model servers, endpoint pickers)
+                         in the foreground
 `
 
 func main() {

@@ -216,7 +216,7 @@ func (d *demo) requests(ctx context.Context) error {
 	for _, t := range targets {
 		switch {
 		case len(t.pods) == 0:
-			d.say("%s: no Ready model-server pod (its LeaderWorkerSet is simulated: no pod of it exists), so no request", t.ref)
+			d.say("%s: no Ready model-server pod, so no request", t.ref)
 			continue
 		case t.unrunnable != "":
 			d.say("%s %s: GIE's endpoint picker cannot run its scheduling profile (%s): no endpoint picker runs, and its InferencePool's failureMode (FailOpen) decides: the gateway sends each request to a Ready pod at random", t.ref, t.url, t.unrunnable)

@@ -28,7 +28,8 @@
 // EndpointSlice can point at a process on this machine.
 //
 // It is the API server alone: test/kwokcluster can add kube-scheduler,
-// kube-controller-manager and kwok's simulated nodes, so that Deployments
-// get ReplicaSets and Pods that run; test/gateway serves the Gateways, and
-// test/simdataplane reports the LeaderWorkerSets the cluster cannot run.
+// kube-controller-manager, the LeaderWorkerSet operator and kwok's
+// simulated nodes, so that Deployments and LeaderWorkerSets get
+// ReplicaSets, StatefulSets and Pods that run; test/gateway serves the
+// Gateways.
 package localcluster
