@@ -17,13 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
-	"github.com/opendatahub-io/odh-serving/test/authpolicy"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 )
 
@@ -174,17 +172,6 @@ func (d *demo) grantedToken(ctx context.Context, ns string, audiences []string) 
 		return "", fmt.Errorf("a token of ServiceAccount %s/%s: %w", ns, authCaller, err)
 	}
 	return tr.Status.Token, nil
-}
-
-// authorizer has the test gateway enforce the AuthPolicies in the cluster
-// (none until the auth step makes one), reading them and sending the
-// reviews with the admin's credentials, as Authorino's own.
-func authorizer(cfg *rest.Config) (gateway.Authorizer, error) {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("the test gateway's authorizer: %w", err)
-	}
-	return gateway.AuthPolicies{Reader: c, Reviewer: authpolicy.Authorizer{Client: c}}, nil
 }
 
 // authAnswer is what the gateway answered: the status, and the pod that

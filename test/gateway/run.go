@@ -35,7 +35,9 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // New sets up the test gateway for the cluster of cfg, handing out
-// Gateway addresses from firstAddress (empty: DefaultFirstAddress).
+// Gateway addresses from firstAddress (empty: DefaultFirstAddress). An
+// AuthPolicies authorizer without a Reader or a reviewing client gets the
+// gateway's cache and client.
 func New(cfg *rest.Config, firstAddress string, opts Options) (*Gateway, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -44,6 +46,17 @@ func New(cfg *rest.Config, firstAddress string, opts Options) (*Gateway, error) 
 	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("test gateway: create manager: %w", err)
+	}
+	if ap, ok := opts.Authorizer.(AuthPolicies); ok {
+		// AuthPolicies read through the manager's cache (informers, so a
+		// request costs no API server read) and review with its client.
+		if ap.Reader == nil {
+			ap.Reader = mgr.GetCache()
+		}
+		if ap.Reviewer.Client == nil {
+			ap.Reviewer.Client = mgr.GetClient()
+		}
+		opts.Authorizer = ap
 	}
 	g := &Gateway{mgr: mgr, Router: NewRouter(mgr.GetClient(), opts)}
 	if g.Listeners, err = NewListeners(mgr, g.Router, firstAddress); err != nil {
