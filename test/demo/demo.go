@@ -79,13 +79,13 @@ type outcome struct {
 	ScaledGenerationKept, ScaledOwnedByHPA bool
 	// Webhooks says the API server reached the controller's webhook.
 	Webhooks bool
-	// MaaS is what step 10 showed; nil when it was skipped.
+	// MaaS is what step 13 showed; nil when it was skipped.
 	MaaS *maasOutcome
 	// Requests is what steps 8 and 9 showed.
 	Requests *requestsOutcome
 	// Auth is what step 10 showed.
 	Auth *authOutcome
-	// GPU is what steps 11 to 13 showed.
+	// GPU is what steps 14 to 16 showed.
 	GPU     *gpuOutcome
 	Elapsed time.Duration
 }
@@ -96,7 +96,7 @@ type serviceState struct {
 	URL   string
 }
 
-// demo is one run of the eleven steps.
+// demo is one run of the seventeen steps.
 type demo struct {
 	*runner
 	out *outcome

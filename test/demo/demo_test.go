@@ -22,7 +22,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
-// TestIntegrationDemo runs the demo's fourteen steps with the cluster and
+// TestIntegrationDemo runs the demo's seventeen steps with the cluster and
 // the simulated data plane started by the test, and checks what they
 // achieved: every service Ready with its route on the v1 InferencePool, the
 // children the engine renders for each service (kind by kind) live in the

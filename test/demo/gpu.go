@@ -27,7 +27,7 @@ const (
 	gpuNS      = "demo"
 )
 
-// gpuOutcome is what steps 11 to 13 showed.
+// gpuOutcome is what steps 14 to 16 showed.
 type gpuOutcome struct {
 	// GPUPods are qwen-gpu's pods Running on GPU nodes, with the GPUs each
 	// requests.
