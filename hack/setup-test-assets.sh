@@ -10,7 +10,7 @@
 #     cluster         etcd kube-apiserver kube-scheduler kube-controller-manager kwok lws-controller:
 #                     the cluster with simulated GPU nodes and the LeaderWorkerSet operator
 #                     (test/kwokcluster)
-#     requests        etcd kube-apiserver epp: what the tests that send requests through GIE's
+#     requests        the cluster and epp: what the tests that send requests through GIE's
 #                     endpoint picker run. epp (GIE's cmd/epp at the version go.mod requires, built
 #                     in the root module like helm) is a NAME too.
 #     NAME            any of etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok
@@ -48,7 +48,7 @@ CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok lws
 DEMO_SET="$CLUSTER_SET helm epp"
 TEST_SET="$CLUSTER_SET helm helm4 kustomize"
 ALL="etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok lws-controller helm helm4 kustomize"
-REQUESTS_SET="etcd kube-apiserver epp"
+REQUESTS_SET="$CLUSTER_SET epp"
 TEST_SET+=" epp" # test/requests runs it
 ALL+=" epp"
 GIE_VERSION=$(awk '$1 == "sigs.k8s.io/gateway-api-inference-extension" { print $2; exit }' "$ROOT/go.mod")

@@ -272,7 +272,8 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	procs, err := kwokcluster.Processes(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port)
+	podCIDR := kwokcluster.NewPodCIDR()
+	procs, err := kwokcluster.Processes(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port, podCIDR)
 	if err != nil {
 		return err
 	}
@@ -669,7 +670,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 	d.say("workloads are real: kube-controller-manager makes the Deployments' ReplicaSets and Pods, the LWS operator the LeaderWorkerSets' StatefulSets (and kube-controller-manager their Pods), kube-scheduler places them, kwok runs them")
 	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
 	d.say("  %s/%s serves v1alpha2 InferencePools only (annotation %s), as a gateway from before GIE v1 does: the routes stay dual", systemNamespace, ingressGateway, gateway.PoolGroupsAnnotation)
-	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, 127.1.x.y) and port, as the pod")
+	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, from a loopback 127.N.0.0/16 of this cluster's own) and port, as the pod")
 	d.say("endpoint pickers: GIE's epp, a process per Running endpoint picker pod, with the pod's arguments (its configuration adapted, its ports free ones), as the pod's ServiceAccount, over TLS with the controller's certificate; logs in %s", d.rel(d.pickersDir()))
 	d.say("log: %s", d.rel(logPath))
 	return nil

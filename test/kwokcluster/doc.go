@@ -34,8 +34,10 @@
 // demo triggers by naming one of ImagePullFails, CrashLoop and NeverReady
 // as a container's image.
 //
-// Pod IPs come from 127.1.0.0/16 (PodCIDR), so a later test can listen on a
-// pod's address on this machine. The API server rejects loopback addresses
+// Pod IPs come from a loopback 127.N.0.0/16 of the cluster's own
+// (NewPodCIDR, Cluster.PodCIDR), so a test or the demo can listen on a pod's
+// address on this machine (test/modelserver), and two clusters on one
+// machine do not hand out the same addresses. The API server rejects loopback addresses
 // in EndpointSlices, so the EndpointSlice controller cannot publish these
 // pods: a Service here has no endpoints, and no test may depend on them.
 //

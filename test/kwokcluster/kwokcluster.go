@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -52,8 +53,11 @@ const (
 	ReadinessPasses = "pass"
 )
 
-// PodCIDR is where kwok takes pod IPs from: loopback, see the package doc.
-const PodCIDR = "127.1.0.0/16"
+// NewPodCIDR picks where a cluster's kwok takes pod IPs from: a loopback
+// 127.N.0.0/16 (see the package doc), N from 2 to 99 at random, so that two
+// clusters on one machine (two demos, a demo and a test) hand out different
+// addresses, and model servers can listen at both clusters' pod IPs.
+func NewPodCIDR() string { return fmt.Sprintf("127.%d.0.0/16", 2+rand.IntN(98)) }
 
 // NodeLeaseSeconds is the duration of the node Leases kwok holds and renews
 // (every quarter of it), as a kubelet does. kwok's node heartbeat stage
@@ -115,8 +119,8 @@ type Process struct {
 // everything) and the stages into dir and returns the three processes to
 // run, for a caller that runs them its own way (the demo, detached).
 // schedulerPort is the scheduler's HTTPS port (health checks) on
-// 127.0.0.1.
-func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int) ([]Process, error) {
+// 127.0.0.1; podCIDR is where kwok takes pod IPs from (NewPodCIDR).
+func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int, podCIDR string) ([]Process, error) {
 	for _, bin := range []string{"kube-scheduler", "kube-controller-manager", "kwok"} {
 		if _, err := os.Stat(filepath.Join(assetsDir, bin)); err != nil {
 			return nil, fmt.Errorf("kwok cluster: %s missing from %s (run `bash hack/setup-test-assets.sh cluster`): %w", bin, assetsDir, err)
@@ -147,7 +151,7 @@ func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int) ([]Pr
 		{Name: "kwok", Log: filepath.Join(dir, "kwok.log"), Args: []string{
 			bin("kwok"), "--kubeconfig", kubeconfig, "--config", stages,
 			"--manage-nodes-with-annotation-selector=" + ManagedAnnotation + "=" + managedValue,
-			"--cidr=" + PodCIDR,
+			"--cidr=" + podCIDR,
 			// Standalone kwok renews no node Lease unless told (kwokctl
 			// passes 40); its heartbeat stage relies on the Lease.
 			"--node-lease-duration-seconds=" + strconv.Itoa(NodeLeaseSeconds),
@@ -162,6 +166,8 @@ type Cluster struct {
 	Nodes []Node
 	// Dir holds the logs.
 	Dir string
+	// PodCIDR is where kwok takes pod IPs from (NewPodCIDR).
+	PodCIDR string
 
 	procs   []*exec.Cmd
 	exited  []chan error
@@ -212,7 +218,8 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	procs, err := Processes(cfg, o.AssetsDir, c.Dir, port)
+	c.PodCIDR = NewPodCIDR()
+	procs, err := Processes(cfg, o.AssetsDir, c.Dir, port, c.PodCIDR)
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}

@@ -128,13 +128,13 @@ func TestIntegrationNodeLeases(t *testing.T) {
 // sees a fifth one reported unschedulable by the scheduler, and deletes
 // the Deployment: the garbage collector removes its ReplicaSet and pods.
 func TestIntegrationGPUPods(t *testing.T) {
-	nodes.Need(t)
+	cluster := nodes.Need(t)
 	ns := namespace(t)
 	d := deployment(ns, "big", "example.invalid/model:1", 4, 8)
 	if err := cp.Client.Create(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	_, cidr, err := net.ParseCIDR(kwokcluster.PodCIDR)
+	_, cidr, err := net.ParseCIDR(cluster.PodCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestAuth(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, string(body)
 	}
-	pods := map[string]bool{"qwen-kserve-0": true, "qwen-kserve-1": true}
+	pods := map[string]bool{e.podNames[0]: true, e.podNames[1]: true}
 	gwPolicy := "opendatahub/" + convention.IngressGatewayName + "-authn"
 
 	if code, hdr, body := post(e.token); code != http.StatusOK || !pods[hdr.Get("X-Model-Server-Pod")] {

@@ -5,7 +5,9 @@
 // (only its listen ports and certificate folder differ, and its
 // configuration goes through test/endpointpicker's adapter), as the
 // rendered ServiceAccount (a TokenRequest token, so the rendered Role is all
-// it may do), over TLS. The cluster is a bare API server: the test writes
-// the pods' status as a kubelet would, test/modelserver answers at their
-// loopback IPs and test/gateway routes the rendered HTTPRoute.
+// it may do), over TLS. The cluster is test/kwokcluster's: the rendered
+// workload Deployment's pods are scheduled and run by kwok at loopback IPs,
+// made not Ready by kwok's readiness stage (a label; no test writes a pod's
+// status), test/modelserver answers at their IPs and test/gateway routes
+// the rendered HTTPRoute.
 package requests

@@ -2,9 +2,9 @@ package requests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +40,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
+	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/modelserver"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -66,13 +67,15 @@ func TestPhases(t *testing.T) {
 
 // phaseEnv is a rendered service served through the endpoint picker.
 type phaseEnv struct {
-	c     client.Client
-	ns    string
-	url   string   // the service through the gateway
-	pods  []string // the pods' completions, directly
-	send  func() (code int, pod string, err error)
-	gwLog *testenv.Buffer
-	log   *testenv.Buffer // the endpoint picker's
+	c    client.Client
+	ns   string
+	url  string   // the service through the gateway
+	pods []string // the pods' completions, directly
+	// podNames are the workload's pods, in the order of pods.
+	podNames []string
+	send     func() (code int, pod string, err error)
+	gwLog    *testenv.Buffer
+	log      *testenv.Buffer // the endpoint picker's
 	// svc is the service as rendered, and phase its phase.
 	svc   *v1alpha2.LLMInferenceService
 	phase convention.Phase
@@ -124,26 +127,35 @@ func runPhase(t *testing.T, phase convention.Phase) {
 
 	// A pod made not Ready gets no more requests; with none Ready, the
 	// endpoint picker answers 503.
-	setReady := func(name string, ready corev1.ConditionStatus) {
+	// kwok plays a failing readiness probe on a labelled pod
+	// (test/kwokcluster/stages/readiness.yaml): no status is written here.
+	notReady := func(name string) {
 		pod := &corev1.Pod{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		pod.Namespace, pod.Name = ns, name
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, kwokcluster.ReadinessLabel, kwokcluster.ReadinessFails)
+		if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			t.Fatal(err)
 		}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Eventually(t, "pod "+name+" not Ready", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			if podReady(pod) {
+				return errors.New("still Ready")
+			}
+			return nil
+		})
 	}
-	setReady("qwen-kserve-0", corev1.ConditionFalse)
-	testenv.Eventually(t, "10 requests in a row to qwen-kserve-1 alone", func() error {
+	notReady(e.podNames[0])
+	testenv.Eventually(t, "10 requests in a row to "+e.podNames[1]+" alone", func() error {
 		for range 10 {
-			if _, pod, err := send(); err != nil || pod != "qwen-kserve-1" {
+			if _, pod, err := send(); err != nil || pod != e.podNames[1] {
 				return fmt.Errorf("pod %q, %w", pod, err)
 			}
 		}
 		return nil
 	})
-	setReady("qwen-kserve-1", corev1.ConditionFalse)
+	notReady(e.podNames[1])
 	testenv.Eventually(t, "503 with no Ready pod", func() error {
 		code, pod, err := send()
 		if code != http.StatusServiceUnavailable {
@@ -171,6 +183,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		sets = append(sets, crds.Kuadrant)
 	}
 	cp := testenv.StartControlPlane(tb, controlplane.Options{CRDs: sets})
+	testenv.StartCluster(tb, cp)
 	c := cp.Client
 	ctx := tb.Context()
 	cs, err := kubernetes.NewForConfig(cp.Config)
@@ -184,9 +197,10 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.GroupVersion.String(), Kind: "LLMInferenceService"},
 		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: ns},
 		Spec: v1alpha2.LLMInferenceServiceSpec{
-			Model:    v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct")},
-			BaseRefs: []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
-			Router:   &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
+			Model:        v1alpha2.LLMModelSpec{Name: ptrTo("Qwen/Qwen2.5-7B-Instruct")},
+			WorkloadSpec: v1alpha2.WorkloadSpec{Replicas: ptrTo(int32(2))},
+			BaseRefs:     []corev1.LocalObjectReference{{Name: "kserve-config-llm-cpu-simulator"}},
+			Router:       &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}, Scheduler: &v1alpha2.SchedulerSpec{}},
 		},
 	}
 	res := render(tb, svc, phase, o.auth)
@@ -244,25 +258,32 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		}
 	}
 
-	// The pods, Running and Ready at loopback IPs, as a kubelet would say.
+	// The workload: its Deployment's two pods, scheduled by
+	// kube-scheduler and run by kwok at loopback IPs of the cluster's own,
+	// where the model-server simulator answers.
 	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: o.responseTime})
 	testenv.Start(tb, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
-	base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(100), rand.IntN(256))
-	for i := range 2 {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("qwen-kserve-%d", i), Labels: workload.Spec.Template.Labels},
-			Spec:       workload.Spec.Template.Spec,
-		}
-		if err := c.Create(ctx, pod); err != nil {
-			tb.Fatal(err)
-		}
-		ip := base + strconv.Itoa(10+i)
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		if err := c.Status().Update(ctx, pod); err != nil {
-			tb.Fatal(err)
-		}
+	if err := c.Create(ctx, workload.DeepCopy()); err != nil {
+		tb.Fatalf("create Deployment %s: %v", workload.Name, err)
 	}
+	var podNames, podIPs []string
+	testenv.Within(tb, time.Minute, "the workload's two pods Running and Ready", func() error {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(workload.Spec.Template.Labels)); err != nil {
+			return err
+		}
+		podNames, podIPs = nil, nil
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && podReady(p) {
+				podNames, podIPs = append(podNames, p.Name), append(podIPs, p.Status.PodIP)
+			}
+		}
+		if len(podNames) != 2 {
+			return fmt.Errorf("%d of %d pods Running and Ready", len(podNames), len(pods.Items))
+		}
+		return nil
+	})
 
 	// The endpoint picker: the rendered args, its listen ports and
 	// certificate folder changed, its configuration adapted, as the
@@ -391,10 +412,10 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		return nil
 	})
 	var pods []string
-	for i := range 2 {
-		pods = append(pods, fmt.Sprintf("https://%s%d:8000/v1/completions", base, 10+i))
+	for _, ip := range podIPs {
+		pods = append(pods, fmt.Sprintf("https://%s/v1/completions", net.JoinHostPort(ip, "8000")))
 	}
-	e.url, e.pods, e.send = url, pods, send
+	e.url, e.pods, e.podNames, e.send = url, pods, podNames, send
 	return e
 }
 
@@ -418,3 +439,12 @@ func render(tb testing.TB, svc *v1alpha2.LLMInferenceService, phase convention.P
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
