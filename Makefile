@@ -143,12 +143,13 @@ $(ACTIONLINT):
 test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, helm, helm 4 and kustomize into bin/ (once; reuses matching ones).
 	@bash hack/setup-test-assets.sh >/dev/null
 
-# What the tests install is what a user gets: the image archive and the
-# packaged charts.
-TEST_ENV = ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) ODH_SERVING_DIST=$(DIST) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH"
+# What the tests install is what a user gets: the image archive, the
+# packaged charts and bin/'s binaries, which the packages that run
+# odh-serving copy rather than each link their own (testenv.BuildCommand).
+TEST_ENV = ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) ODH_SERVING_DIST=$(DIST) ODH_SERVING_BIN=$(BIN) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH"
 
 .PHONY: test
-test: test-assets image package ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts.
+test: test-assets image package build ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-unit
@@ -188,5 +189,5 @@ bench-apiserver: test-assets ## List models (kubectl get models -A) through the 
 	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/apiserver/ -run '^$$' -bench '^BenchmarkListModels$$' -benchtime 2000x -count 5
 
 .PHONY: update-golden
-update-golden: test-assets image package ## Rewrite the golden files under testdata/ from the current output; review the diff.
+update-golden: test-assets image package build ## Rewrite the golden files under testdata/ from the current output; review the diff.
 	$(TEST_ENV) go test ./... -update

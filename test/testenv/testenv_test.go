@@ -1,10 +1,13 @@
 package testenv_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +127,36 @@ func TestKubeconfig(t *testing.T) {
 	}
 	if cfg.Host != in.Host || cfg.BearerToken != in.BearerToken {
 		t.Errorf("read back %s %q", cfg.Host, cfg.BearerToken)
+	}
+}
+
+// TestBuildCommandCopiesBinDir: with $ODH_SERVING_BIN set (make test sets
+// it to bin/), BuildCommand copies the binary from there, executable,
+// instead of linking its own; a binary missing there is an error that
+// names the variable.
+func TestBuildCommandCopiesBinDir(t *testing.T) {
+	bin := t.TempDir()
+	want := []byte("#!/bin/sh\necho built by make build\n")
+	if err := os.WriteFile(filepath.Join(bin, "odh-serving"), want, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(testenv.BinDirEnv, bin)
+	to := filepath.Join(t.TempDir(), "sub", "odh-serving")
+	if err := testenv.BuildCommand(t.Context(), "odh-serving", to); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("copied %q, want %q", got, want)
+	}
+	if fi, err := os.Stat(to); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("the copy is not executable: %v, %v", fi.Mode(), err)
+	}
+	err = testenv.BuildCommand(t.Context(), "odh-serving-render", filepath.Join(t.TempDir(), "odh-serving-render"))
+	if err == nil || !strings.Contains(err.Error(), "$"+testenv.BinDirEnv) {
+		t.Errorf("odh-serving-render missing from $%s: error %v, want one that names the variable", testenv.BinDirEnv, err)
 	}
 }
