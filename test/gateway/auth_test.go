@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/engine/manifest"
 	"github.com/opendatahub-io/odh-serving/test/authpolicy"
+	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
 // renderedPolicies are the AuthPolicies odh-serving renders, from the
@@ -28,15 +27,7 @@ func renderedPolicies(t *testing.T) map[string]*unstructured.Unstructured {
 	t.Helper()
 	out := map[string]*unstructured.Unstructured{}
 	for _, file := range []string{"../chart/testdata/odh-serving/auth.yaml", "../chart/testdata/odh-serving/maas.yaml", "../../engine/testdata/auth-anonymous/expected.yaml"} {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs, err := manifest.Split(file, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range docs {
+		for _, d := range testenv.Documents(t, file) {
 			if d.Object.GetKind() == "AuthPolicy" {
 				out[d.Object.GetName()] = d.Object
 			}

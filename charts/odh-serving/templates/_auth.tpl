@@ -34,6 +34,8 @@ metadata:
   labels:
     {{- include "odh-serving.labels" .root | nindent 4 }}
     app.kubernetes.io/component: auth
+  annotations:
+    {{- include "odh-serving.policyWave" . | nindent 4 }}
 spec:
   targetRef:
     group: gateway.networking.k8s.io
@@ -57,4 +59,14 @@ spec:
             expression: auth.identity.user.groups
           resourceAttributes:
             {{- include "odh-serving.pathServiceAttributes" "get" | nindent 12 }}
+{{- end -}}
+
+{{/*
+The sync wave of Kuadrant's policies: Argo CD applies them before anything
+else of the release (wave 0, the services 1), so without Kuadrant's CRDs
+that wave fails and the sync stops before a route could be served
+unchecked (docs/auth.md). Helm ignores it.
+*/}}
+{{- define "odh-serving.policyWave" -}}
+argocd.argoproj.io/sync-wave: "-1"
 {{- end -}}
