@@ -43,6 +43,13 @@ const (
 	// the controller, which patches them as MigrationFieldManager. GitOps
 	// tools ignore exactly those fields (docs/gitops.md).
 	AnnotationWeightsManagedBy = "odh-serving.opendatahub.io/weights-managed-by"
+	// LabelMinReplicas marks the workloads static mode renders without
+	// spec.replicas because an autoscaler scales them, with the
+	// autoscaler's minimum. The replicas webhook keeps such a workload's
+	// count off every write but its scale subresource (docs/controller.md,
+	// "Replicas in static mode"). A label, so that the webhook's
+	// objectSelector sends it only these workloads.
+	LabelMinReplicas = "odh-serving.opendatahub.io/min-replicas"
 	// AnnotationEnableAuth "false" opens one service to anonymous callers
 	// while auth is on (ODH's annotation; any other value, or none, keeps
 	// it protected). See docs/auth.md.

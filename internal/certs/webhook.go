@@ -81,6 +81,9 @@ type WebhookCerts struct {
 	// ValidatingConfigName is the ValidatingWebhookConfiguration to inject
 	// into; default odh-serving-validation.
 	ValidatingConfigName string
+	// MutatingConfigName is the MutatingWebhookConfiguration to inject into
+	// as well (static mode's odh-serving-replicas); empty: none.
+	MutatingConfigName string
 	// CRDNames are the CRDs whose conversion webhook gets the bundle;
 	// default DefaultCRDNames.
 	CRDNames []string
@@ -190,29 +193,34 @@ func keep(ctx context.Context, name string, interval time.Duration, clk clock.Cl
 func (w *WebhookCerts) NeedLeaderElection() bool { return false }
 
 func (w *WebhookCerts) inject(ctx context.Context, bundle []byte) (bool, error) {
-	changed := false
 	vwcName := w.ValidatingConfigName
 	if vwcName == "" {
 		vwcName = webhook.ValidatingConfigurationName
 	}
 	vwc := &admissionv1.ValidatingWebhookConfiguration{}
-	switch err := w.Client.Get(ctx, types.NamespacedName{Name: vwcName}, vwc); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return false, fmt.Errorf("get ValidatingWebhookConfiguration %s: %w", vwcName, err)
-	default:
-		orig := vwc.DeepCopy()
+	changed, err := w.injectConfig(ctx, "ValidatingWebhookConfiguration", vwc, vwcName, func() []*admissionv1.WebhookClientConfig {
+		out := make([]*admissionv1.WebhookClientConfig, len(vwc.Webhooks))
 		for i := range vwc.Webhooks {
-			if !bytes.Equal(vwc.Webhooks[i].ClientConfig.CABundle, bundle) {
-				vwc.Webhooks[i].ClientConfig.CABundle = bundle
-				changed = true
-			}
+			out[i] = &vwc.Webhooks[i].ClientConfig
 		}
-		if changed {
-			if err := w.Client.Patch(ctx, vwc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(InjectorFieldManager)); err != nil {
-				return false, fmt.Errorf("inject CA bundle into ValidatingWebhookConfiguration %s: %w", vwcName, err)
+		return out
+	}, bundle)
+	if err != nil {
+		return false, err
+	}
+	if w.MutatingConfigName != "" {
+		mwc := &admissionv1.MutatingWebhookConfiguration{}
+		mutated, err := w.injectConfig(ctx, "MutatingWebhookConfiguration", mwc, w.MutatingConfigName, func() []*admissionv1.WebhookClientConfig {
+			out := make([]*admissionv1.WebhookClientConfig, len(mwc.Webhooks))
+			for i := range mwc.Webhooks {
+				out[i] = &mwc.Webhooks[i].ClientConfig
 			}
+			return out
+		}, bundle)
+		if err != nil {
+			return changed, err
 		}
+		changed = changed || mutated
 	}
 	names := w.CRDNames
 	if names == nil {
@@ -240,6 +248,33 @@ func (w *WebhookCerts) inject(ctx context.Context, bundle []byte) (bool, error) 
 		changed = true
 	}
 	return changed, nil
+}
+
+// injectConfig puts bundle into every client config (configs, read after
+// the Get) of the webhook configuration obj, of kind, named name, if it
+// exists.
+func (w *WebhookCerts) injectConfig(ctx context.Context, kind string, obj client.Object, name string, configs func() []*admissionv1.WebhookClientConfig, bundle []byte) (bool, error) {
+	switch err := w.Client.Get(ctx, types.NamespacedName{Name: name}, obj); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get %s %s: %w", kind, name, err)
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	changed := false
+	for _, cc := range configs() {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle = bundle
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if err := w.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(InjectorFieldManager)); err != nil {
+		return false, fmt.Errorf("inject CA bundle into %s %s: %w", kind, name, err)
+	}
+	return true, nil
 }
 
 // writeFiles writes the pair into CertDir where it differs, each file

@@ -179,6 +179,37 @@ func mustParse(t *testing.T, pemBytes []byte) *x509.Certificate {
 	return cs[0]
 }
 
+// In static mode the CA goes into the replicas webhook's configuration too
+// (MutatingConfigName); a missing one is no error.
+func TestWebhookCertsInjectsTheReplicasWebhook(t *testing.T) {
+	mwc := &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhook.MutatingConfigurationName},
+		Webhooks: []admissionv1.MutatingWebhook{{Name: "replicas.workloads.serving.kserve.io", ClientConfig: admissionv1.WebhookClientConfig{
+			Service: &admissionv1.ServiceReference{Namespace: systemNS, Name: "odh-serving-webhook", Path: ptr.To(webhook.ReplicasPath)},
+		}}},
+	}
+	c := newClient(t, webhook.ValidatingConfiguration(systemNS, "odh-serving-webhook", nil), mwc)
+	w := newWebhookCerts(c, testingclock.NewFakeClock(t0), t.TempDir(), certs.Lifetimes{})
+	w.MutatingConfigName = webhook.MutatingConfigurationName
+	if _, err := w.Ensure(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	bundle := getSecret(t, c, types.NamespacedName{Namespace: systemNS, Name: "odh-serving-webhook-cert"}).Data["ca.crt"]
+	got := &admissionv1.MutatingWebhookConfiguration{}
+	if err := c.Get(t.Context(), types.NamespacedName{Name: webhook.MutatingConfigurationName}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(bundle) == 0 || !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, bundle) {
+		t.Errorf("%s: caBundle not injected", webhook.MutatingConfigurationName)
+	}
+
+	w = newWebhookCerts(newClient(t), testingclock.NewFakeClock(t0), t.TempDir(), certs.Lifetimes{})
+	w.MutatingConfigName = webhook.MutatingConfigurationName
+	if _, err := w.Ensure(t.Context()); err != nil {
+		t.Errorf("no MutatingWebhookConfiguration: %v", err)
+	}
+}
+
 func TestWebhookCertsWithoutConfiguration(t *testing.T) {
 	c := newClient(t)
 	w := newWebhookCerts(c, testingclock.NewFakeClock(t0), t.TempDir(), certs.Lifetimes{})

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -120,7 +121,9 @@ func TestPostRenderStaticKeepsEveryDocument(t *testing.T) {
 
 // Static mode renders the actuators of spec.scaling beside the workloads and
 // leaves the scaled workloads' replicas out, so a helm upgrade does not reset
-// what the autoscaler chose; --keda=false leaves the ScaledObjects out.
+// what the autoscaler chose; it labels them with the autoscaler's minimum,
+// for the chart's replicas webhook. --keda=false leaves the ScaledObjects
+// out.
 func TestPostRenderStaticScaling(t *testing.T) {
 	const stream = `apiVersion: serving.kserve.io/v1alpha2
 kind: LLMInferenceService
@@ -129,7 +132,7 @@ metadata:
   namespace: team-a
 spec:
   model: {uri: hf://Qwen/Qwen2.5-7B-Instruct}
-  scaling: {maxReplicas: 4, wva: {hpa: {}}}
+  scaling: {minReplicas: 3, maxReplicas: 4, wva: {hpa: {}}}
   template:
     containers: [{name: main}]
   prefill:
@@ -141,7 +144,7 @@ spec:
   router: {route: {}, gateway: {}, scheduler: {}}
 `
 	docs := documents(t, stream, "post-render", "--mode", "static")
-	hpas := map[string]string{}
+	hpas, floors := map[string]string{}, map[string]string{}
 	for _, d := range docs {
 		switch d.Object.GetKind() {
 		case "HorizontalPodAutoscaler":
@@ -152,7 +155,13 @@ spec:
 			if strings.HasSuffix(d.Object.GetName(), "router-scheduler") != scaled {
 				t.Errorf("Deployment %s: has replicas %v; only the unscaled endpoint picker should", d.Object.GetName(), scaled)
 			}
+			if floor, ok := d.Object.GetLabels()[convention.LabelMinReplicas]; ok {
+				floors[d.Object.GetName()] = floor
+			}
 		}
+	}
+	if want := map[string]string{"chat-kserve": "3", "chat-kserve-prefill": "1"}; !maps.Equal(floors, want) {
+		t.Errorf("Deployments labelled %s: %v, want %v (the HPAs' minReplicas)", convention.LabelMinReplicas, floors, want)
 	}
 	want := map[string]string{"chat-kserve-hpa": "chat-kserve", "chat-kserve-prefill-hpa": "chat-kserve-prefill"}
 	if len(hpas) != len(want) || hpas["chat-kserve-hpa"] != want["chat-kserve-hpa"] || hpas["chat-kserve-prefill-hpa"] != want["chat-kserve-prefill-hpa"] {

@@ -65,6 +65,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 				Client: direct, Namespace: opts.SystemNamespace, ServiceName: opts.WebhookServiceName,
 				CertDir: opts.WebhookCertDir, CA: opts.ca,
 			}
+			if opts.StaticMode {
+				// The chart's replicas webhook, static mode's only.
+				w.MutatingConfigName = webhook.MutatingConfigurationName
+			}
 			err := startStep(startCtx, "ensure the webhook's serving certificate", func(ctx context.Context) error {
 				_, err := w.Ensure(ctx)
 				return err

@@ -109,6 +109,8 @@ var chartRules = []chartRule{
 		"self-signed mode: watch the webhook configuration it injects its CA into"},
 	{"odh-serving-controller", []string{"admissionregistration.k8s.io/validatingwebhookconfigurations"}, []string{"update", "patch"},
 		[]string{"odh-serving-validation"}, "self-signed mode: inject the CA into our own webhook configuration only"},
+	{"odh-serving-controller", []string{"admissionregistration.k8s.io/mutatingwebhookconfigurations"}, []string{"get", "update", "patch"},
+		[]string{"odh-serving-replicas"}, "self-signed static mode: inject the CA into the replicas webhook's configuration only, read by name"},
 	{"odh-serving-controller", []string{"rbac.authorization.k8s.io/clusterrolebindings"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil,
 		"each endpoint picker's binding to system:auth-delegator and each metrics reader's to kserve-metrics-reader-cluster-role; " +
 			"names are per service, so not limited by name"},

@@ -30,6 +30,8 @@ var clusterScopedGrants = map[string]string{
 		"established to start the matching controllers; update and patch are limited by resourceNames to our and GIE's CRDs",
 	"admissionregistration.k8s.io/validatingwebhookconfigurations": "the controller injects its CA into odh-serving-validation " +
 		"(update and patch limited by resourceNames); webhook configurations are cluster-scoped",
+	"admissionregistration.k8s.io/mutatingwebhookconfigurations": "static mode, self-signed: the controller injects its CA into " +
+		"odh-serving-replicas (get, update and patch limited by resourceNames); webhook configurations are cluster-scoped",
 	"rbac.authorization.k8s.io/clusterrolebindings": "each service's endpoint picker is bound to system:auth-delegator so it can " +
 		"check the callers of its metrics endpoint; TokenReview and SubjectAccessReview are cluster-scoped, so only a " +
 		"ClusterRoleBinding can grant them",
@@ -143,7 +145,8 @@ func TestRBACChart(t *testing.T) {
 	for _, v := range values {
 		renders = append(renders, render{name: filepath.Base(v), args: []string{"-f", v}, allNamespaces: true})
 	}
-	renders = append(renders, render{name: "watchNamespaces", args: []string{"--set", "watchNamespaces={team-a,team-b}"}})
+	renders = append(renders, render{name: "watchNamespaces", args: []string{"--set", "watchNamespaces={team-a,team-b}"}},
+		render{name: "static mode, self-signed", args: []string{"--set", "controller.staticMode=true"}, allNamespaces: true})
 	t.Logf("namespaced rights in the ClusterRole are allowed while %s", allNamespaces)
 	// The scopes of Istio's and the Prometheus Operator's kinds come from
 	// their CRDs.

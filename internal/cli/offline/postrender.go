@@ -49,7 +49,10 @@ services name (spec.router.scheduler.config.ref) come from the stream too.
 Everything in the stream stays in the output, followed by the children. The controller still
 moves the HTTPRoutes' backendRef weights through the InferencePool
 migration; those routes carry the annotation
-` + convention.AnnotationWeightsManagedBy + `: controller.
+` + convention.AnnotationWeightsManagedBy + `: controller. A workload an autoscaler
+scales (spec.scaling) has no spec.replicas and carries the label
+` + convention.LabelMinReplicas + ` with the autoscaler's minimum: the
+chart's replicas webhook then keeps its live count through every upgrade.
 
 With --cert-mode self-signed (the default) nothing in the output makes
 the Secret <name>-kserve-self-signed-certs that the pods mount: the
@@ -158,6 +161,7 @@ func expandStatic(ctx context.Context, data []byte, f *postRenderFlags, warnTo i
 					markWeightsManaged(c)
 				}
 			}
+			markScaled(children)
 			var buf bytes.Buffer
 			err := manifest.WriteYAML(&buf, children)
 			return chunk{yaml: buf.Bytes(), warnings: res.Warnings}, err
