@@ -151,9 +151,15 @@ test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-mana
 # odh-serving copy rather than each link their own (testenv.BuildCommand).
 TEST_ENV = ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) ODH_SERVING_DIST=$(DIST) ODH_SERVING_BIN=$(BIN) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH"
 
+# The longest test packages, longest first: go test starts packages in the
+# order they are named (./... adds the rest, each once), -p of them at a
+# time (the number of CPUs: 2 here), so these start first rather than late,
+# and the short ones fill the other slot; their output comes first too.
+LONG_TEST_PKGS := ./test/controller ./test/chart ./test/demo ./test/requests ./test/badinput
+
 .PHONY: test
 test: test-assets image package build ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts.
-	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./...
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) $(LONG_TEST_PKGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
