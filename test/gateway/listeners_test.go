@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,9 @@ func init() { testenv.InitLogger() }
 // address reaches the model server of the Service's Ready pod.
 func TestListenersOnAnAPIServer(t *testing.T) {
 	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	// kube-scheduler, kube-controller-manager and kwok run the Deployment's
+	// pod: no status is written here.
+	testenv.StartCluster(t, cp)
 	mgr, err := manager.New(cp.Config, manager.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +69,20 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 			{Name: "tcp", Port: 9999, Protocol: gatewayv1.TCPProtocolType},
 		}},
 	}
-	podIP := fmt.Sprintf("127.%d.1.7", 100+time.Now().Nanosecond()%100)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model-0", Labels: map[string]string{"app": "m", "kserve.io/component": "workload"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: "sim", Args: []string{"--served-model-name", "m"},
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}},
-		}}},
+	podLabels := map[string]string{"app": "m", "kserve.io/component": "workload"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "main", Image: "sim", Args: []string{"--served-model-name", "m"},
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000, Protocol: corev1.ProtocolTCP}},
+				}}},
+			},
+		},
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m"},
@@ -88,16 +99,10 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 			}},
 		},
 	}
-	for _, o := range []client.Object{gw, pod, svc, rt} {
+	for _, o := range []client.Object{gw, dep, svc, rt} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
-	}
-	// What the kubelet would write: Running, Ready, at a loopback IP.
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if err := c.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
 	}
 
 	var addr string
@@ -131,7 +136,7 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 			return err
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Model-Server-Pod") != "model-0" {
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("X-Model-Server-Pod"), "model-") {
 			return fmt.Errorf("%d from pod %q", resp.StatusCode, resp.Header.Get("X-Model-Server-Pod"))
 		}
 		return nil
