@@ -55,6 +55,11 @@
 // the policies' status, Authorino's caches or metadata calls (the MaaS
 // policy's tier lookup): docs/auth.md, "The test gateway".
 //
+// Each response says how it was routed: BackendHeader names the backend the
+// weights chose, PickedByHeader who chose the pod of an InferencePool (its
+// endpoint picker, or the gateway itself when the picker failed and the
+// pool fails open).
+//
 // Model servers' and endpoint pickers' certificates are not verified, as
 // KServe's DestinationRules do not verify them.
 //
