@@ -116,6 +116,8 @@ type demo struct {
 	// clusterPIDs are kube-scheduler's, kube-controller-manager's, kwok's
 	// and the LWS operator's (test/kwokcluster).
 	clusterPIDs []int
+	// podCIDR is the pod range kwok hands out, claimed for this run.
+	podCIDR string
 	// lastStatus is the status table printed last.
 	lastStatus string
 	// dataplaneLog receives the in-process data plane's lines (test gateway, model servers, endpoint pickers).
@@ -272,8 +274,15 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	podCIDR := kwokcluster.NewPodCIDR()
-	procs, err := kwokcluster.Processes(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port, podCIDR)
+	// Another cluster on this machine (a test package's) must not hand
+	// out the same pod IPs: the model servers listen at them.
+	pods, err := kwokcluster.ClaimPodRange()
+	if err != nil {
+		return err
+	}
+	d.onTeardown(pods.Release)
+	d.podCIDR = pods.CIDR
+	procs, err := kwokcluster.Processes(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port, pods.CIDR)
 	if err != nil {
 		return err
 	}
@@ -283,7 +292,12 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	}
 	var exited []<-chan error
 	for _, p := range procs {
-		proc, done, err := detach.Start(p.Args, nil, p.Log)
+		var inherit []*os.File
+		if p.Name == "kwok" {
+			// A kept kwok holds the range after this run ends.
+			inherit = append(inherit, pods.File())
+		}
+		proc, done, err := detach.Start(p.Args, nil, p.Log, inherit...)
 		if err != nil {
 			return err
 		}
@@ -670,7 +684,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 	d.say("workloads are real: kube-controller-manager makes the Deployments' ReplicaSets and Pods, the LWS operator the LeaderWorkerSets' StatefulSets (and kube-controller-manager their Pods), kube-scheduler places them, kwok runs them")
 	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
 	d.say("  %s/%s serves v1alpha2 InferencePools only (annotation %s), as a gateway from before GIE v1 does: the routes stay dual", systemNamespace, ingressGateway, gateway.PoolGroupsAnnotation)
-	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, from a loopback 127.N.0.0/16 of this cluster's own) and port, as the pod")
+	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, from %s, a range no other cluster on this machine holds) and port, as the pod", d.podCIDR)
 	d.say("endpoint pickers: GIE's epp, a process per Running endpoint picker pod, with the pod's arguments (its configuration adapted, its ports free ones), as the pod's ServiceAccount, over TLS with the controller's certificate; logs in %s", d.rel(d.pickersDir()))
 	d.say("log: %s", d.rel(logPath))
 	return nil

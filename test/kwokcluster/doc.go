@@ -34,11 +34,15 @@
 // demo triggers by naming one of ImagePullFails, CrashLoop and NeverReady
 // as a container's image.
 //
-// Pod IPs come from a loopback 127.N.0.0/16 of the cluster's own
-// (NewPodCIDR, Cluster.PodCIDR), so a test or the demo can listen on a pod's
-// address on this machine (test/modelserver), and two clusters on one
-// machine do not hand out the same addresses. The API server rejects loopback addresses
-// in EndpointSlices, so the EndpointSlice controller cannot publish these
+// Pod IPs come from a loopback /16 (Cluster.PodCIDR), so a later test can
+// listen on a pod's address on this machine. Each cluster claims a range
+// no other live cluster on this machine holds (ClaimPodRange: the first
+// free one of 127.1.0.0/16 to 127.99.0.0/16, an flock on a lock file per
+// range in the temporary folder, given up by Stop or when the process
+// ends), so that test packages run in parallel, and the demo beside them,
+// never hand out the same addresses: their model servers would answer each
+// other's requests. The API server rejects loopback addresses in
+// EndpointSlices, so the EndpointSlice controller cannot publish these
 // pods: a Service here has no endpoints, and no test may depend on them.
 //
 // Use:

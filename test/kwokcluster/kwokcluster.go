@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -52,12 +51,6 @@ const (
 	ReadinessFails  = "fail"
 	ReadinessPasses = "pass"
 )
-
-// NewPodCIDR picks where a cluster's kwok takes pod IPs from: a loopback
-// 127.N.0.0/16 (see the package doc), N from 2 to 99 at random, so that two
-// clusters on one machine (two demos, a demo and a test) hand out different
-// addresses, and model servers can listen at both clusters' pod IPs.
-func NewPodCIDR() string { return fmt.Sprintf("127.%d.0.0/16", 2+rand.IntN(98)) }
 
 // NodeLeaseSeconds is the duration of the node Leases kwok holds and renews
 // (every quarter of it), as a kubelet does. kwok's node heartbeat stage
@@ -119,7 +112,7 @@ type Process struct {
 // everything) and the stages into dir and returns the three processes to
 // run, for a caller that runs them its own way (the demo, detached).
 // schedulerPort is the scheduler's HTTPS port (health checks) on
-// 127.0.0.1; podCIDR is where kwok takes pod IPs from (NewPodCIDR).
+// 127.0.0.1; podCIDR is where kwok takes pod IPs from (a PodRange's).
 func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int, podCIDR string) ([]Process, error) {
 	for _, bin := range []string{"kube-scheduler", "kube-controller-manager", "kwok"} {
 		if _, err := os.Stat(filepath.Join(assetsDir, bin)); err != nil {
@@ -166,12 +159,14 @@ type Cluster struct {
 	Nodes []Node
 	// Dir holds the logs.
 	Dir string
-	// PodCIDR is where kwok takes pod IPs from (NewPodCIDR).
+	// PodCIDR is where the pods' IPs come from: a range no other cluster
+	// on this machine holds while this one runs (ClaimPodRange).
 	PodCIDR string
 
 	procs   []*exec.Cmd
 	exited  []chan error
 	tempDir bool
+	pods    *PodRange
 	// cl is set once the LWS operator's webhooks may be installed: Stop
 	// removes them.
 	cl client.Client
@@ -218,7 +213,10 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	c.PodCIDR = NewPodCIDR()
+	if c.pods, err = ClaimPodRange(); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	c.PodCIDR = c.pods.CIDR
 	procs, err := Processes(cfg, o.AssetsDir, c.Dir, port, c.PodCIDR)
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())
@@ -397,8 +395,9 @@ func (c *Cluster) PIDs() []int {
 }
 
 // Stop removes the LWS operator's webhook configurations, ends the
-// processes (SIGTERM, then SIGKILL after 5 s) and removes a temporary
-// folder. The nodes stay registered; the API server usually goes next.
+// processes (SIGTERM, then SIGKILL after 5 s), gives up the pod range and
+// removes a temporary folder. The nodes stay registered; the API server
+// usually goes next.
 func (c *Cluster) Stop() error {
 	var errs []error
 	if c.cl != nil {
@@ -421,6 +420,8 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	c.procs, c.exited = nil, nil
+	errs = append(errs, c.pods.Release())
+	c.pods = nil
 	if c.tempDir {
 		errs = append(errs, os.RemoveAll(c.Dir))
 	}

@@ -127,6 +127,8 @@ func TestIntegrationNodeLeases(t *testing.T) {
 // TestIntegrationGPUPods fills the four GPU nodes with four 8-GPU pods,
 // sees a fifth one reported unschedulable by the scheduler, and deletes
 // the Deployment: the garbage collector removes its ReplicaSet and pods.
+// The pods' IPs come from the cluster's pod range, which no other cluster
+// may claim while it runs.
 func TestIntegrationGPUPods(t *testing.T) {
 	cluster := nodes.Need(t)
 	ns := namespace(t)
@@ -137,6 +139,16 @@ func TestIntegrationGPUPods(t *testing.T) {
 	_, cidr, err := net.ParseCIDR(cluster.PodCIDR)
 	if err != nil {
 		t.Fatal(err)
+	}
+	next, err := kwokcluster.ClaimPodRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if next.CIDR == cluster.PodCIDR {
+		t.Errorf("the running cluster's pod range %s was claimed again", cluster.PodCIDR)
 	}
 	testenv.Within(t, time.Minute, "four pods Running and Ready on four GPU nodes", func() error {
 		nodes := map[string]bool{}

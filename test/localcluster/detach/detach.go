@@ -18,13 +18,14 @@ import (
 // stderr go to logPath, which is truncated. env is added to the caller's
 // environment. The process is reaped in the background while the caller
 // lives; the returned channel receives its exit error if it ends before the
-// caller does.
+// caller does. files are the child's descriptors from 3 on: a lock file
+// (test/hostlock) it inherits holds the lock as long as it runs.
 //
 // Start returns once the process runs argv, so that Alive and Stop, which
 // recognise it by its command line, find it at once. The kernel lets the
 // parent go on (os/exec's Start returns) before it has laid out the new
 // program's arguments: until then /proc/<pid>/cmdline is empty.
-func Start(argv, env []string, logPath string) (*os.Process, <-chan error, error) {
+func Start(argv, env []string, logPath string, files ...*os.File) (*os.Process, <-chan error, error) {
 	if len(argv) == 0 {
 		return nil, nil, errors.New("start detached process: empty command")
 	}
@@ -40,6 +41,7 @@ func Start(argv, env []string, logPath string) (*os.Process, <-chan error, error
 	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // the callers build argv from their own binaries
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", argv[0], err)
