@@ -32,8 +32,11 @@
 //     upgraded).
 //
 // Listeners serve each Gateway at a loopback address of its own (from
-// 127.0.100.1, skipping addresses another process holds), written to the
-// Gateway's status with Programmed. NewStatus writes what the router
+// 127.0.100.1, skipping addresses another process has claimed or listens
+// on), written to the Gateway's status with Programmed. The address is
+// claimed among the processes of this machine (test/hostlock) while the
+// Gateway is served, so that test packages run in parallel, and the demo
+// beside them, never serve two Gateways at one address. NewStatus writes what the router
 // observes: GatewayClasses Accepted, each HTTPRoute's parent status
 // (Accepted, ResolvedRefs with the first invalid backend's reason), each
 // InferencePool's parents (the Gateways that accepted a route sending to

@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 )
 
 // FieldManager owns the statuses the test gateway writes.
@@ -61,6 +63,9 @@ type gatewayServers struct {
 	listeners []net.Listener
 	// version tells a changed spec of listeners from the one served.
 	version string
+	// lock claims addr among the processes of this machine while the
+	// Gateway is served there, also while its listeners are served anew.
+	lock *hostlock.Lock
 }
 
 // NewListeners sets up, on the manager, the controller that serves every
@@ -123,10 +128,16 @@ func (l *Listeners) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for key, s := range l.byGW {
-		s.stop()
+		s.end()
 		delete(l.inUse, s.addr)
 		delete(l.byGW, key)
 	}
+}
+
+// end stops the servers and gives the address up.
+func (s *gatewayServers) end() {
+	s.stop()
+	_ = s.lock.Release()
 }
 
 func (s *gatewayServers) stop() {
@@ -146,7 +157,7 @@ func (l *Listeners) reconcile(ctx context.Context, req reconcile.Request) (recon
 		if client.IgnoreNotFound(err) == nil {
 			l.mu.Lock()
 			if s, ok := l.byGW[req.NamespacedName]; ok {
-				s.stop()
+				s.end()
 				delete(l.inUse, s.addr)
 				delete(l.byGW, req.NamespacedName)
 			}
@@ -250,8 +261,9 @@ func (l *Listeners) serve(ctx context.Context, gw *gatewayv1.Gateway) (map[strin
 	var claimed map[gatewayv1.SectionName]net.Listener
 	if s == nil {
 		var addr string
-		addr, claimed = l.claimAddress(gw)
-		s = &gatewayServers{addr: addr, servers: map[string]*http.Server{}}
+		var lock *hostlock.Lock
+		addr, claimed, lock = l.claimAddress(gw)
+		s = &gatewayServers{addr: addr, servers: map[string]*http.Server{}, lock: lock}
 		l.inUse[s.addr] = true
 		l.byGW[key] = s
 	}
@@ -303,17 +315,24 @@ func countHTTP(gw *gatewayv1.Gateway) int {
 	return n
 }
 
-// claimAddress finds the first address from l.first where every HTTP
-// listener of gw can listen, skipping those another process (another test
-// gateway on this machine) holds, and returns it with the listeners open.
-// When none of the first 64 will do, it returns the first one, with
-// nothing open: serve then reports why.
-func (l *Listeners) claimAddress(gw *gatewayv1.Gateway) (string, map[gatewayv1.SectionName]net.Listener) {
+// claimAddress finds the first address from l.first that no other process
+// (another test gateway on this machine) has claimed (test/hostlock) and
+// where every HTTP listener of gw can listen, and returns it with the
+// listeners open and the claim. When none of the first 64 will do, it
+// returns the first one, with nothing open or claimed: serve then reports
+// why.
+func (l *Listeners) claimAddress(gw *gatewayv1.Gateway) (string, map[gatewayv1.SectionName]net.Listener, *hostlock.Lock) {
 	first := ""
 	for range 64 {
 		addr := l.nextAddress()
 		if first == "" {
 			first = addr
+		}
+		lock, err := hostlock.Try(hostlock.Dir(), "gateway-"+addr)
+		if err != nil {
+			// Claimed by another process, or not to be claimed here.
+			l.inUse[addr] = true
+			continue
 		}
 		lns := map[gatewayv1.SectionName]net.Listener{}
 		taken := false
@@ -331,15 +350,16 @@ func (l *Listeners) claimAddress(gw *gatewayv1.Gateway) (string, map[gatewayv1.S
 			}
 		}
 		if !taken {
-			return addr, lns
+			return addr, lns, lock
 		}
 		for _, ln := range lns {
 			_ = ln.Close()
 		}
+		_ = lock.Release()
 		// Held by another process: never hand it out here.
 		l.inUse[addr] = true
 	}
-	return first, nil
+	return first, nil, nil
 }
 
 // nextAddress is the first loopback address from l.first not in use.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/modelserver"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -175,5 +176,46 @@ func TestListenersKeepServingAnUnchangedGateway(t *testing.T) {
 	changed.Spec.Listeners[0].Port = gatewayv1.PortNumber(testenv.FreePort(t))
 	if serve(changed) == before {
 		t.Error("a changed listener port is still served by the old server")
+	}
+}
+
+// TestListenersSkipAnAddressAnotherProcessClaimed: a Gateway is not served
+// at an address another process's test gateway has claimed
+// (test/hostlock), even where the ports it wants are free there: that
+// gateway may serve other ports there, or be between closing and reopening
+// its listeners for a changed Gateway. Two test packages' gateways at one
+// address answer each other's requests.
+func TestListenersSkipAnAddressAnotherProcessClaimed(t *testing.T) {
+	first := net.ParseIP(fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)).To4()
+	other, err := hostlock.Try(hostlock.Dir(), "gateway-"+first.String()) // as another process's gateway would
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Release() })
+	l := &Listeners{router: NewRouter(nil, Options{}), first: first, byGW: map[types.NamespacedName]*gatewayServers{}, inUse: map[string]bool{}}
+	t.Cleanup(l.Close)
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{
+			Name: "http", Port: gatewayv1.PortNumber(testenv.FreePort(t)), Protocol: gatewayv1.HTTPProtocolType,
+		}}},
+	}
+	if errs, err := l.serve(t.Context(), gw); err != nil || len(errs) > 0 {
+		t.Fatalf("serve: %v %v", err, errs)
+	}
+	addr, _ := l.Address(types.NamespacedName{Namespace: "ns", Name: "gw"})
+	if addr == first.String() {
+		t.Fatalf("the Gateway is served at %s, which another process claimed", addr)
+	}
+	if _, err := hostlock.Try(hostlock.Dir(), "gateway-"+addr); !errors.Is(err, hostlock.ErrHeld) {
+		t.Errorf("the Gateway's address %s is not claimed while it is served: %v", addr, err)
+	}
+	l.Close()
+	again, err := hostlock.Try(hostlock.Dir(), "gateway-"+addr)
+	if err != nil {
+		t.Fatalf("the address %s is still claimed after Close: %v", addr, err)
+	}
+	if err := again.Release(); err != nil {
+		t.Fatal(err)
 	}
 }
