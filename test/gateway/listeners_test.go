@@ -149,16 +149,8 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 // status or annotations changed) keeps the servers, and with them the
 // connections in use; a changed listener serves anew.
 func TestListenersKeepServingAnUnchangedGateway(t *testing.T) {
-	first := net.ParseIP(fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)).To4()
-	l := &Listeners{router: NewRouter(nil, Options{}), first: first, byGW: map[types.NamespacedName]*gatewayServers{}, inUse: map[string]bool{}}
-	t.Cleanup(l.Close)
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{
-			Name: "http", Port: gatewayv1.PortNumber(testenv.FreePort(t)), Protocol: gatewayv1.HTTPProtocolType,
-			AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}},
-		}}},
-	}
+	l, gw := listenersWithoutAPIServer(t, randomFirst())
+	gw.Spec.Listeners[0].AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
 	serve := func(gw *gatewayv1.Gateway) *http.Server {
 		t.Helper()
 		if errs, err := l.serve(t.Context(), gw); err != nil || len(errs) > 0 {
@@ -186,20 +178,13 @@ func TestListenersKeepServingAnUnchangedGateway(t *testing.T) {
 // its listeners for a changed Gateway. Two test packages' gateways at one
 // address answer each other's requests.
 func TestListenersSkipAnAddressAnotherProcessClaimed(t *testing.T) {
-	first := net.ParseIP(fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)).To4()
+	first := randomFirst()
 	other, err := hostlock.Try(hostlock.Dir(), "gateway-"+first.String()) // as another process's gateway would
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Release() })
-	l := &Listeners{router: NewRouter(nil, Options{}), first: first, byGW: map[types.NamespacedName]*gatewayServers{}, inUse: map[string]bool{}}
-	t.Cleanup(l.Close)
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{
-			Name: "http", Port: gatewayv1.PortNumber(testenv.FreePort(t)), Protocol: gatewayv1.HTTPProtocolType,
-		}}},
-	}
+	l, gw := listenersWithoutAPIServer(t, first)
 	if errs, err := l.serve(t.Context(), gw); err != nil || len(errs) > 0 {
 		t.Fatalf("serve: %v %v", err, errs)
 	}
@@ -217,5 +202,26 @@ func TestListenersSkipAnAddressAnotherProcessClaimed(t *testing.T) {
 	}
 	if err := again.Release(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// randomFirst is a first address for Listeners that other test runs are
+// unlikely to use.
+func randomFirst() net.IP {
+	return net.ParseIP(fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)).To4()
+}
+
+// listenersWithoutAPIServer are Listeners from first whose serve a test
+// calls itself, closed when the test ends, and a Gateway ns/gw with one
+// HTTP listener on a free port.
+func listenersWithoutAPIServer(t *testing.T, first net.IP) (*Listeners, *gatewayv1.Gateway) {
+	t.Helper()
+	l := &Listeners{router: NewRouter(nil, Options{}), first: first, byGW: map[types.NamespacedName]*gatewayServers{}, inUse: map[string]bool{}}
+	t.Cleanup(l.Close)
+	return l, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{
+			Name: "http", Port: gatewayv1.PortNumber(testenv.FreePort(t)), Protocol: gatewayv1.HTTPProtocolType,
+		}}},
 	}
 }
