@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +48,51 @@ const (
 // docs/security.md says not to run a controller that way.
 const verbosity = -7
 
+// controllerLogs and logLevel are where and from which level the package's
+// controllers log. controller-runtime takes the first logger it is given,
+// and 30 s after its first log without one it takes a logger that
+// discards, for good: set in init, before any test, the logger is the
+// package's whatever the tests' order and speed. It writes nothing until a
+// test captures it (captureLogs).
+var (
+	controllerLogs = &switchWriter{out: io.Discard}
+	logLevel       = uberzap.NewAtomicLevelAt(zapcore.InfoLevel)
+)
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(controllerLogs), zap.UseDevMode(true), zap.Level(logLevel)))
+}
+
+// captureLogs sends the controllers' logs at level and above to w until
+// the test ends.
+func captureLogs(t *testing.T, w io.Writer, level zapcore.Level) {
+	t.Helper()
+	controllerLogs.set(w)
+	logLevel.SetLevel(level)
+	t.Cleanup(func() {
+		logLevel.SetLevel(zapcore.InfoLevel)
+		controllerLogs.set(io.Discard)
+	})
+}
+
+// switchWriter writes to the writer set last.
+type switchWriter struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Write(p)
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out = w
+}
+
 // TestSecretsStayOutOfLogsEventsStatus runs the controller at V(7) over
 // services that carry a token in their env (as a value and as a
 // secretKeyRef), two of which fail to render (one in the template that holds
@@ -53,9 +101,8 @@ const verbosity = -7
 // and the services' status.
 func TestSecretsStayOutOfLogsEventsStatus(t *testing.T) {
 	logs := &testenv.Buffer{}
-	logger := zap.New(zap.WriteTo(logs), zap.UseDevMode(true), zap.Level(zapcore.Level(verbosity)))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	captureLogs(t, logs, verbosity)
+	klog.SetLogger(ctrl.Log)
 	ctx := t.Context()
 	ns, sys := testenv.NewNamespace(t, cp.Client, "secrets"), testenv.NewNamespace(t, cp.Client, "secrets-sys")
 	secret := &corev1.Secret{
