@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +36,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
@@ -138,6 +141,14 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", cfg.Dir, err)
 	}
+	// One live run per folder: another would stop this one's processes as
+	// leftovers. A kept environment's processes do not hold the folder,
+	// so the next run stops them.
+	folder, err := claimFolder(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = folder.Release() }()
 	// controller-runtime's own log lines (the in-process simulated data
 	// plane's) go to its log file; the demo prints progress only. A kept
 	// data plane runs as a process of its own and writes the file itself.
@@ -151,7 +162,7 @@ func runDemo(ctx context.Context, cfg config) (*outcome, error) {
 		d.dataplaneLog, logSink = logFile, logFile
 	}
 	crlog.SetLogger(zap.New(zap.WriteTo(logSink)))
-	err := d.run(ctx)
+	err = d.run(ctx)
 	d.out.Elapsed = d.elapsed()
 	if cfg.Keep {
 		if err != nil {
@@ -321,6 +332,21 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	}
 	d.block(table)
 	return nil
+}
+
+// claimFolder claims dir among the processes of this machine
+// (test/hostlock) for this run.
+func claimFolder(dir string) (*hostlock.Lock, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", dir, err)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	l, err := hostlock.Try(hostlock.Dir(), "demo-"+hex.EncodeToString(sum[:8]))
+	if err != nil {
+		return nil, fmt.Errorf("another demo runs in %s (a second run would stop its processes): wait until it ends: %w", dir, err)
+	}
+	return l, nil
 }
 
 // stopLeftovers stops what an earlier DEMO_KEEP=1 run, or a run that was
