@@ -60,6 +60,13 @@ func TestTryOtherProcess(t *testing.T) {
 	if err != nil || line != "held\n" {
 		t.Fatalf("the holder said %q: %v", line, err)
 	}
+	heldUntilKilled(t, cmd, dir)
+}
+
+// heldUntilKilled: pods in dir is refused while cmd runs, and free once
+// it is killed.
+func heldUntilKilled(t *testing.T, cmd *exec.Cmd, dir string) {
+	t.Helper()
 	if _, err := hostlock.Try(dir, "pods"); !errors.Is(err, hostlock.ErrHeld) {
 		t.Fatalf("claim of a name another process holds: %v, want ErrHeld", err)
 	}
@@ -88,4 +95,29 @@ func hold(dir string) {
 	time.Sleep(time.Minute)
 	_ = l.Release()
 	os.Exit(1)
+}
+
+// A child that inherits the lock file holds the claim after its parent
+// gives it up, until it ends: the demo's kept kwok holds its pod range so.
+func TestInheritedClaim(t *testing.T) {
+	if os.Getenv("HOSTLOCK_SLEEP") != "" {
+		time.Sleep(time.Minute)
+		os.Exit(1)
+	}
+	dir := t.TempDir()
+	l, err := hostlock.Try(dir, "pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInheritedClaim$") //nolint:gosec // this test binary
+	cmd.Env = append(os.Environ(), "HOSTLOCK_SLEEP=1")
+	cmd.ExtraFiles = []*os.File{l.File()}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	heldUntilKilled(t, cmd, dir)
 }
