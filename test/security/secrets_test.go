@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,45 +50,28 @@ const verbosity = -7
 // controllers log. controller-runtime takes the first logger it is given,
 // and 30 s after its first log without one it takes a logger that
 // discards, for good: set in init, before any test, the logger is the
-// package's whatever the tests' order and speed. It writes nothing until a
-// test captures it (captureLogs).
+// package's whatever the tests' order and speed. Until a test captures the
+// logs (captureLogs), only errors are written.
 var (
-	controllerLogs = &switchWriter{out: io.Discard}
-	logLevel       = uberzap.NewAtomicLevelAt(zapcore.InfoLevel)
+	controllerLogs = &testenv.Buffer{}
+	logLevel       = uberzap.NewAtomicLevelAt(zapcore.ErrorLevel)
 )
 
 func init() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(controllerLogs), zap.UseDevMode(true), zap.Level(logLevel)))
 }
 
-// captureLogs sends the controllers' logs at level and above to w until
-// the test ends.
-func captureLogs(t *testing.T, w io.Writer, level zapcore.Level) {
+// captureLogs empties controllerLogs and has the controllers log from level
+// on until the test ends, and returns controllerLogs.
+func captureLogs(t *testing.T, level zapcore.Level) *testenv.Buffer {
 	t.Helper()
-	controllerLogs.set(w)
+	controllerLogs.Reset()
 	logLevel.SetLevel(level)
 	t.Cleanup(func() {
-		logLevel.SetLevel(zapcore.InfoLevel)
-		controllerLogs.set(io.Discard)
+		logLevel.SetLevel(zapcore.ErrorLevel)
+		controllerLogs.Reset()
 	})
-}
-
-// switchWriter writes to the writer set last.
-type switchWriter struct {
-	mu  sync.Mutex
-	out io.Writer
-}
-
-func (s *switchWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *switchWriter) set(w io.Writer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.out = w
+	return controllerLogs
 }
 
 // TestSecretsStayOutOfLogsEventsStatus runs the controller at V(7) over
@@ -100,8 +81,7 @@ func (s *switchWriter) set(w io.Writer) {
 // controller emits: its log (and client-go's), the events in the namespace
 // and the services' status.
 func TestSecretsStayOutOfLogsEventsStatus(t *testing.T) {
-	logs := &testenv.Buffer{}
-	captureLogs(t, logs, verbosity)
+	logs := captureLogs(t, verbosity)
 	klog.SetLogger(ctrl.Log)
 	ctx := t.Context()
 	ns, sys := testenv.NewNamespace(t, cp.Client, "secrets"), testenv.NewNamespace(t, cp.Client, "secrets-sys")
