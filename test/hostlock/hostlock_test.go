@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
 	"github.com/opendatahub-io/odh-serving/test/hostlock"
 )
 
