@@ -53,13 +53,25 @@ func deploymentVerdict(d *appsv1.Deployment) verdict {
 	return notReady(ReasonProgressing, "Deployment %s: not available yet", d.Name)
 }
 
-// lwsVerdict mirrors the LeaderWorkerSet's Available condition.
+// lwsVerdict mirrors the LeaderWorkerSet's Available condition. When a
+// rollout starts, the operator turns Available False but leaves its reason
+// and message ("All replicas are ready") as they were; its True
+// UpdateInProgress or Progressing condition then says what is going on.
 func lwsVerdict(l *lwsv1.LeaderWorkerSet) verdict {
 	c := fresh(l.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable), l.Generation)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		for _, t := range []lwsv1.LeaderWorkerSetConditionType{lwsv1.LeaderWorkerSetUpdateInProgress, lwsv1.LeaderWorkerSetProgressing} {
+			if p := fresh(l.Status.Conditions, string(t), l.Generation); p != nil && p.Status == metav1.ConditionTrue {
+				c = p
+				break
+			}
+		}
+	}
 	if c == nil {
 		return notReady(ReasonProgressing, "LeaderWorkerSet %s: not available yet", l.Name)
 	}
-	return verdict{ok: c.Status == metav1.ConditionTrue, reason: orDefault(c.Reason, ReasonProgressing), message: fmt.Sprintf("LeaderWorkerSet %s: %s", l.Name, c.Message)}
+	ok := c.Type == string(lwsv1.LeaderWorkerSetAvailable) && c.Status == metav1.ConditionTrue
+	return verdict{ok: ok, reason: orDefault(c.Reason, ReasonProgressing), message: fmt.Sprintf("LeaderWorkerSet %s: %s", l.Name, c.Message)}
 }
 
 // gatewayVerdict needs Programmed True for the current generation.

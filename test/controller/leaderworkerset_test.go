@@ -100,17 +100,31 @@ func TestLeaderWorkerSetRuns(t *testing.T) {
 	})
 
 	e.update("gmn", func(s *v1alpha2.LLMInferenceService) { s.Spec.Template.Containers[0].Image = "" })
-	e.waitReady("gmn")
-	l := &lwsv1.LeaderWorkerSet{}
-	e.must(e.c.Get(t.Context(), clientKey(e.ns, "gmn-kserve-mn"), l))
-	if c := meta.FindStatusCondition(l.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable)); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "AllGroupsReady" {
-		t.Errorf("LeaderWorkerSet gmn-kserve-mn Available %+v, want True, AllGroupsReady, from the operator", c)
-	}
-	for _, p := range e.lwsPods("gmn-kserve-mn") {
-		if p.Spec.Containers[0].Image == kwokcluster.NeverReady {
-			t.Errorf("pod %s still runs %s after the rollout", p.Name, kwokcluster.NeverReady)
+	// The operator may report the group Available before the worker
+	// StatefulSet has rolled its pod, then Progressing while it does (its
+	// Available turns False, keeping the reason AllGroupsReady), then
+	// Available again; the service follows each report. So the end of the
+	// rollout is a state in which all of these hold at once.
+	testenv.Eventually(t, "the rollout ends: the operator reports Available, the pods run the new image, the service is Ready", func() error {
+		e.simulate()
+		l := &lwsv1.LeaderWorkerSet{}
+		if err := e.c.Get(t.Context(), clientKey(e.ns, "gmn-kserve-mn"), l); err != nil {
+			return err
 		}
-	}
+		if c := meta.FindStatusCondition(l.Status.Conditions, string(lwsv1.LeaderWorkerSetAvailable)); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "AllGroupsReady" {
+			return fmt.Errorf("LeaderWorkerSet gmn-kserve-mn Available %+v, want True, AllGroupsReady, from the operator", c)
+		}
+		for _, p := range e.lwsPods("gmn-kserve-mn") {
+			if p.Spec.Containers[0].Image == kwokcluster.NeverReady {
+				return fmt.Errorf("pod %s still runs %s", p.Name, kwokcluster.NeverReady)
+			}
+		}
+		s := e.service("gmn")
+		if c := cond(s, v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || s.Status.ObservedGeneration != s.Generation {
+			return fmt.Errorf("service gmn Ready %+v (generation %d, observed %d)", c, s.Generation, s.Status.ObservedGeneration)
+		}
+		return nil
+	})
 
 	e.must(e.c.Delete(t.Context(), svc))
 	testenv.Within(t, time.Minute, "the garbage collector removes the LeaderWorkerSet, its StatefulSets and pods", func() error {
