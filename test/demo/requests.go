@@ -26,6 +26,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
+	"github.com/opendatahub-io/odh-serving/test/podwatch"
 )
 
 const (
@@ -169,21 +170,12 @@ func (d *demo) readyPods(ctx context.Context, s serviceRef) ([]string, error) {
 	}
 	var out []string
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && podwatch.Ready(&p) {
 			out = append(out, p.Name)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // setPoolGroups sets the InferencePool groups the test gateway serves for
@@ -411,7 +403,7 @@ func (d *demo) labelReadiness(ctx context.Context, namespace, name, value string
 		if err := d.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, err
 		}
-		return podReady(pod) == ready, nil
+		return podwatch.Ready(pod) == ready, nil
 	})
 }
 

@@ -20,10 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/opendatahub-io/odh-serving/test/podwatch"
 
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
@@ -91,31 +91,12 @@ func (r *Runner) logf(format string, args ...any) {
 // Run follows the endpoint picker pods until ctx ends, then stops every
 // process.
 func (r *Runner) Run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(r.cs, 5*time.Second,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PodSelector.String() }))
-	inf := factory.Core().V1().Pods().Informer()
-	apply := func(obj any) {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			r.apply(ctx, pod)
-		}
+	err := podwatch.Follow(ctx, r.cs, PodSelector, 5*time.Second,
+		func(pod *corev1.Pod) { r.apply(ctx, pod) },
+		func(pod *corev1.Pod) { r.stop(pod.Namespace + "/" + pod.Name) })
+	if err != nil {
+		return fmt.Errorf("endpoint picker runner: %w", err)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    apply,
-		UpdateFunc: func(_, obj any) { apply(obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				r.stop(pod.Namespace + "/" + pod.Name)
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("endpoint picker runner: watch pods: %w", err)
-	}
-	factory.Start(ctx.Done())
-	<-ctx.Done()
-	factory.Shutdown()
 	r.mu.Lock()
 	keys := make([]string, 0, len(r.procs))
 	for k := range r.procs {

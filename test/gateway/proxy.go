@@ -30,6 +30,8 @@ import (
 	gieapiv1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/opendatahub-io/odh-serving/test/podwatch"
 )
 
 // Headers the test gateway adds to its responses, so that a test or the
@@ -474,7 +476,7 @@ func (r *Router) readyEndpoints(ctx context.Context, namespace string, selector 
 	var out []endpoint
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || !podReady(p) {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || !podwatch.Ready(p) {
 			continue
 		}
 		number, useTLS, ok := containerPort(p, port)
@@ -485,15 +487,6 @@ func (r *Router) readyEndpoints(ctx context.Context, namespace string, selector 
 	}
 	slices.SortFunc(out, func(a, b endpoint) int { return strings.Compare(a.pod, b.pod) })
 	return out, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // containerPort resolves a port (a number or a name) on a pod, and says

@@ -15,9 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/opendatahub-io/odh-serving/test/podwatch"
 )
 
 // Defaults of Options.
@@ -247,32 +247,13 @@ func (f *Fleet) certificate(ctx context.Context, pod *corev1.Pod, p Port) (*tls.
 // on pods, resynced every few seconds so a pod whose Secret was missing is
 // served once it exists.
 func (f *Fleet) Run(ctx context.Context, cs kubernetes.Interface) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 5*time.Second,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = f.opts.Selector.String() }))
-	inf := factory.Core().V1().Pods().Informer()
-	apply := func(obj any) {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			_ = f.Apply(ctx, pod) // logged by Apply
-		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    apply,
-		UpdateFunc: func(_, obj any) { apply(obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				f.Remove(pod.Namespace, pod.Name)
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("model servers: watch pods: %w", err)
-	}
 	f.logf("following pods %q", f.opts.Selector)
-	factory.Start(ctx.Done())
-	<-ctx.Done()
-	factory.Shutdown()
+	err := podwatch.Follow(ctx, cs, f.opts.Selector, 5*time.Second,
+		func(pod *corev1.Pod) { _ = f.Apply(ctx, pod) }, // logged by Apply
+		func(pod *corev1.Pod) { f.Remove(pod.Namespace, pod.Name) })
+	if err != nil {
+		return fmt.Errorf("model servers: %w", err)
+	}
 	f.Close()
 	return nil
 }
