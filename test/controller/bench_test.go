@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -77,11 +78,13 @@ func BenchmarkConverge(b *testing.B) {
 // service is Ready (s-to-ready), and the CPU of kube-scheduler,
 // kube-controller-manager and kwok (cluster-cpu-s) apart from the API
 // server's and etcd's, both counted until then. One size:
-// -bench 'BenchmarkConvergeOnCluster/services=100$'.
+// -bench 'BenchmarkConvergeOnCluster/services=100$'. Above 100 services
+// the cluster gets more nodes for the run (benchNodes).
 func BenchmarkConvergeOnCluster(b *testing.B) {
 	for _, n := range []int{100, 500} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			cluster := nodes.Need(b)
+			addBenchNodes(b, benchNodes(n))
 			for range b.N {
 				converge(b, n, 0, cluster)
 			}
@@ -111,8 +114,12 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 	e := &env{t: b, c: cp.Client, rec: &testenv.Recorder{}}
 	e.ns = testenv.NewNamespace(b, cp.Client, "bench")
 	if cluster != nil {
+		noWorkloads(b)
 		// Its pods would hold the nodes' pod slots for the next run.
-		testenv.DeleteNamespaceAtEnd(b, cp.Client, e.ns, 10*time.Minute)
+		testenv.DeleteNamespaceAtEnd(b, cp.Client, e.ns, 20*time.Minute)
+	} else {
+		// Once the controller stopped (cleanups run after the defers).
+		b.Cleanup(func() { removeWorkloads(b, e.ns) })
 	}
 	e.sys = testenv.NewNamespace(b, cp.Client, "benchsys")
 	e.gateway(e.sys, "kserve-ingress-gateway", "gw.example.com")
@@ -156,8 +163,8 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 		if got >= want {
 			break
 		}
-		if time.Since(began) > 10*time.Minute {
-			b.Fatalf("%d of %d children after 10 minutes", got, want)
+		if time.Since(began) > 20*time.Minute {
+			b.Fatalf("%d of %d children after 20 minutes", got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -166,7 +173,10 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 	var ready time.Duration
 	if cluster != nil {
 		// Every pod Running and Ready, every service Ready (the gateway's
-		// statuses written as the harness does).
+		// statuses written as the harness does). Each round lists every
+		// service, route and pool: the pause keeps what the polling costs
+		// the API server a second the same at every size.
+		pause := max(time.Second, time.Duration(n)*5*time.Millisecond)
 		for {
 			e.simulate()
 			err := e.allReady()
@@ -176,10 +186,10 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 			if err == nil {
 				break
 			}
-			if time.Since(began) > 15*time.Minute {
-				b.Fatalf("after 15 minutes: %v", err)
+			if time.Since(began) > 30*time.Minute {
+				b.Fatalf("after 30 minutes: %v", err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(pause)
 		}
 		ready = time.Since(began)
 	}
@@ -189,8 +199,8 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 	// Settled: no write for 3 seconds (statuses follow the children).
 	last, quiet := ctl.writes(), time.Now()
 	for time.Since(quiet) < 3*time.Second {
-		if time.Since(began) > 15*time.Minute {
-			b.Fatalf("the controller still writes after 15 minutes")
+		if time.Since(began) > 35*time.Minute {
+			b.Fatalf("the controller still writes after 35 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
 		if c := ctl.writes(); c != last {
@@ -249,6 +259,83 @@ func converge(b *testing.B, n, noise int, cluster *kwokcluster.Cluster) {
 	if noise > 0 {
 		b.ReportMetric(noiseReconciles, "noise-reconciles")
 	}
+}
+
+// benchNodes are the nodes a run of n services adds to the cluster's six:
+// one CPU-only node (64 cores, 256 GiB, 1,000 pods, as kwok-cpu-0) for
+// every 100 services above 100. A prefill/decode service's four pods ask
+// for 556m CPU and 884 MiB together; the GPU nodes take 110 pods each, and
+// the two CPU nodes' 128 cores about 920 more of these pods: from about
+// 340 services on, some would stay Pending.
+func benchNodes(n int) []kwokcluster.Node {
+	var extra []kwokcluster.Node
+	for i := range max(0, (n-1)/100) {
+		extra = append(extra, kwokcluster.Node{Name: fmt.Sprintf("kwok-bench-cpu-%d", i), CPU: "64", Memory: "256Gi", Pods: 1000})
+	}
+	return extra
+}
+
+// addBenchNodes adds the nodes to the running cluster and removes them
+// when the benchmark ends, after its namespace and pods are gone (the
+// tests count six nodes).
+func addBenchNodes(b *testing.B, extra []kwokcluster.Node) {
+	b.Helper()
+	if len(extra) == 0 {
+		return
+	}
+	b.Cleanup(func() {
+		if err := kwokcluster.RemoveNodes(context.Background(), cp.Client, extra); err != nil {
+			b.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := kwokcluster.AddNodes(ctx, cp.Client, extra); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// noWorkloads fails unless the cluster holds no Deployment: one left by
+// an earlier run would get its ReplicaSet and pods beside this run's, on
+// this run's CPU and nodes.
+func noWorkloads(b *testing.B) {
+	b.Helper()
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+	if err := cp.Client.List(context.Background(), list); err != nil {
+		b.Fatal(err)
+	}
+	if len(list.Items) > 0 {
+		d := list.Items[0]
+		b.Fatalf("the cluster holds %d Deployments before the run (%s/%s first), which kube-controller-manager would give pods during it", len(list.Items), d.Namespace, d.Name)
+	}
+}
+
+// removeWorkloads deletes the Deployments and Services in ns that a
+// simulated run leaves (no garbage collector runs there): a cluster
+// started later in the process would make their pods and EndpointSlices
+// during its own run.
+func removeWorkloads(b *testing.B, ns string) {
+	b.Helper()
+	ctx := context.Background()
+	if err := cp.Client.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)); err != nil {
+		b.Errorf("delete the Deployments in %s: %v", ns, err)
+	}
+	services := &metav1.PartialObjectMetadataList{}
+	services.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceList"))
+	if err := cp.Client.List(ctx, services, client.InNamespace(ns)); err != nil {
+		b.Errorf("list the Services in %s: %v", ns, err)
+		return
+	}
+	// Services have no delete-collection.
+	forEach(b, len(services.Items), func(i int) error {
+		m := services.Items[i]
+		err := cp.Client.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // noisePrefix starts the names of the objects createNoise makes, which

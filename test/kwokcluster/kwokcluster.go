@@ -71,6 +71,17 @@ var Controllers = []string{
 	"serviceaccount-controller", "job-controller", "node-lifecycle-controller",
 }
 
+// ClientQPS is the rate of requests a second, with bursts of twice as
+// many, that kube-scheduler and each of kube-controller-manager's
+// controllers may send (--kube-api-qps, --kube-api-burst; kwok has no
+// limit). Their defaults, 50 and 20 a controller, made the cluster's pace
+// the clients' own: 500 prefill/decode services are 2,000 pods, a
+// SuccessfulCreate event each and a few status updates of 1,500
+// ReplicaSets, which the ReplicaSet controller alone would have sent in
+// about seven minutes at 20 a second. With this limit the API server's
+// CPU sets the pace, as it does for the other clients here.
+const ClientQPS = 200
+
 var (
 	//go:embed stages/kwok-v0.8.0-default-stages.yaml
 	defaultStages string
@@ -136,10 +147,12 @@ func Processes(cfg *rest.Config, assetsDir, dir string, schedulerPort int, podCI
 			bin("kube-scheduler"), "--kubeconfig", kubeconfig, "--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedulerPort),
 			"--cert-dir", filepath.Join(dir, "kube-scheduler-certs"),
+			"--kube-api-qps=" + strconv.Itoa(ClientQPS), "--kube-api-burst=" + strconv.Itoa(2*ClientQPS),
 		}},
 		{Name: "kube-controller-manager", Log: filepath.Join(dir, "kube-controller-manager.log"), Args: []string{
 			bin("kube-controller-manager"), "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0",
 			"--controllers=" + strings.Join(Controllers, ","),
+			"--kube-api-qps=" + strconv.Itoa(ClientQPS), "--kube-api-burst=" + strconv.Itoa(2*ClientQPS),
 		}},
 		{Name: "kwok", Log: filepath.Join(dir, "kwok.log"), Args: []string{
 			bin("kwok"), "--kubeconfig", kubeconfig, "--config", stages,

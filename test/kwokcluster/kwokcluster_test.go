@@ -1,6 +1,7 @@
 package kwokcluster_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -101,6 +103,59 @@ func TestIntegrationNodes(t *testing.T) {
 	}
 	if gpuNodes != 4 || cpuNodes != 2 {
 		t.Errorf("%d GPU nodes and %d CPU nodes, want 4 and 2", gpuNodes, cpuNodes)
+	}
+}
+
+// TestIntegrationAddNodes: a node registered while the cluster runs is
+// played by kwok like the first ones and takes pods; RemoveNodes takes it
+// away again (a benchmark adds nodes for its size, and the tests after it
+// count six).
+func TestIntegrationAddNodes(t *testing.T) {
+	nodes.Need(t)
+	extra := []kwokcluster.Node{{Name: "kwok-test-extra-0", CPU: "4", Memory: "8Gi", Pods: 10}}
+	t.Cleanup(func() { // after the namespace's pods are gone
+		if err := kwokcluster.RemoveNodes(context.WithoutCancel(t.Context()), cp.Client, extra); err != nil {
+			t.Error(err)
+		}
+	})
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := kwokcluster.AddNodes(ctx, cp.Client, extra); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(ns, "on-extra", "example.invalid/app:1", 1, 0)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": extra[0].Name}
+	if err := cp.Client.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, time.Minute, "the pod runs on the added node", func() error {
+		ps := pods(t, ns, "on-extra")
+		if len(ps) != 1 {
+			return fmt.Errorf("%d pods", len(ps))
+		}
+		if p := ps[0]; p.Spec.NodeName != extra[0].Name || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %s: %s on node %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		}
+		return nil
+	})
+	// Without its pods first: kwok plays no pod of a node that is gone.
+	if err := cp.Client.Delete(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, time.Minute, "the pod on the added node is gone", func() error {
+		if n := len(pods(t, ns, "on-extra")); n > 0 {
+			return fmt.Errorf("%d pods left", n)
+		}
+		return nil
+	})
+	if err := kwokcluster.RemoveNodes(t.Context(), cp.Client, extra); err == nil {
+		err = cp.Client.Get(t.Context(), client.ObjectKey{Name: extra[0].Name}, &corev1.Node{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("node %s after RemoveNodes: %v, want NotFound", extra[0].Name, err)
+		}
+	} else {
+		t.Error(err)
 	}
 }
 

@@ -2,13 +2,16 @@ package kwokcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -97,6 +100,37 @@ func CreateNodes(ctx context.Context, c client.Client, nodes []Node) error {
 		}
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("register simulated node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// AddNodes registers more nodes while the cluster runs (kwok plays every
+// node with ManagedAnnotation, whenever it comes) and waits, until ctx
+// ends, until each is Ready. RemoveNodes takes them away again.
+func AddNodes(ctx context.Context, c client.Client, nodes []Node) error {
+	if err := CreateNodes(ctx, c, nodes); err != nil {
+		return err
+	}
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = nodesReady(ctx, c, nodes)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kwok cluster: the added nodes are not Ready: %w", errors.Join(last, err))
+	}
+	return nil
+}
+
+// RemoveNodes deletes the nodes (AddNodes'). Delete their pods first: kwok
+// plays no pod of a node that is gone, so a pod left there would never
+// finish terminating. The garbage collector removes the nodes' Leases,
+// whose owner kwok makes the node.
+func RemoveNodes(ctx context.Context, c client.Client, nodes []Node) error {
+	for _, n := range nodes {
+		if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kwok cluster: delete node %s: %w", n.Name, err)
 		}
 	}
 	return nil
