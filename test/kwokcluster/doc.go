@@ -7,7 +7,9 @@
 //     StatefulSets and Jobs into ReplicaSets and Pods and report their
 //     status, collect garbage, finalize namespaces, publish EndpointSlices,
 //     run HorizontalPodAutoscalers, make ServiceAccounts and watch node
-//     health (Controllers lists them);
+//     health (Controllers lists them); it and kube-scheduler may send
+//     ClientQPS requests a second, not their defaults' 20 a controller and
+//     50, so that the API server's CPU, not the clients, sets the pace;
 //   - kwok (sigs.k8s.io/kwok), which plays the kubelet of every node: it
 //     keeps the nodes Ready (renewing their Leases, NodeLeaseSeconds) and
 //     takes each scheduled pod to Running and Ready with a pod IP, or
