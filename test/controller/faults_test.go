@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,6 +175,7 @@ func (e *env) childrenAre(svc *v1alpha2.LLMInferenceService, live []liveChild) e
 // came by chance). The test has a control plane of its own, since it stops
 // the API server.
 func TestFaultAPIServerRestart(t *testing.T) {
+	began := time.Now()
 	plane := testenv.StartControlPlane(t, controlplane.Options{Restartable: true})
 	testenv.StartCluster(t, plane)
 	ctx := context.Background()
@@ -188,8 +190,21 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		SyncPeriod: time.Second,
 	}
 	lag := newWatchLag("/apis/inference.networking.k8s.io/v1/namespaces/" + e.ns + "/inferencepools")
-	e.wrap = lag.wrap
+	// failed counts the controller's requests that got no answer: while
+	// the API server is down, every one.
+	var failed atomic.Int64
+	e.wrap = func(next http.RoundTripper) http.RoundTripper {
+		next = lag.wrap(next)
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err != nil {
+				failed.Add(1)
+			}
+			return resp, err
+		})
+	}
 	e.run()
+	t.Logf("the control plane, the cluster and the controller started in %v", time.Since(began).Round(time.Millisecond))
 
 	var names []string
 	for i := range 3 {
@@ -212,15 +227,22 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	if err := plane.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	stopped, writesWhenStopped := time.Now(), e.rec.Count()
-	time.Sleep(3 * time.Second)
+	stopped, writesWhenStopped, failedWhenStopped := time.Now(), e.rec.Count(), failed.Load()
+	// Down until the controller has found it gone: its watches, broken by
+	// the stop, are retried and fail.
+	testenv.Eventually(t, "the controller's requests fail", func() error {
+		if n := failed.Load() - failedWhenStopped; n < 3 {
+			return fmt.Errorf("%d requests failed", n)
+		}
+		return nil
+	})
 	lag.arm(watchLagFor)
 	if err := plane.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	t.Logf("the API server took %v to stop, was down %v; the controller tried %d writes meanwhile",
-		stopped.Sub(stopping).Round(time.Millisecond), restarted.Sub(stopped).Round(time.Millisecond), e.rec.Count()-writesWhenStopped)
+	t.Logf("the API server took %v to stop, was down %v; the controller tried %d writes meanwhile, %d requests failed",
+		stopped.Sub(stopping).Round(time.Millisecond), restarted.Sub(stopped).Round(time.Millisecond), e.rec.Count()-writesWhenStopped, failed.Load()-failedWhenStopped)
 
 	// Right after: delete one, take the router from another. Healthy is
 	// not yet serving every resource: retry until the delete goes through.
@@ -378,23 +400,101 @@ func (e *env) decode(doc string) *v1alpha2.LLMInferenceService {
 	return svc
 }
 
-// assertSteadyState lets the last events settle, then checks that the
-// reconciles of the next seconds (the env's SyncPeriod forces them) send
-// no write.
+// assertSteadyState checks that, from convergence on, the reconciles of
+// the env's services send no write. The env's SyncPeriod (1 s) has the
+// cache deliver every object again each period, which reconciles every
+// service, so this waits on reconciles rather than for a fixed while.
+// Writes that were in flight at convergence (an event of the test's last
+// status write) land first: it waits until every service has a reconcile
+// that began after the last write and ended without error. From there
+// every service must have steadyReconciles more reconciles, each begun
+// after that and ended without error, over at least one SyncPeriod (so
+// that every kind's informer has delivered its objects again), and no
+// write may be sent meanwhile. Each reconcile renders the service and
+// compares every child and the status with the cache: any difference
+// would be a write.
 func (e *env) assertSteadyState() {
 	e.t.Helper()
-	time.Sleep(2 * time.Second)
-	before, reconciledBefore := e.rec.Count(), reconciles(e.t)
-	time.Sleep(5 * time.Second)
+	period := e.opts.SyncPeriod
+	if period <= 0 {
+		e.t.Fatal("assertSteadyState needs the env's SyncPeriod, which reconciles every service again")
+	}
+	names := e.serviceNames()
+	if len(names) == 0 {
+		e.t.Fatal("no service to check the steady state of")
+	}
+	began, settleFrom := time.Now(), e.rec.Count()
+	writes, mark := e.rec.Count(), reconciled.mark()
+	testenv.Eventually(e.t, fmt.Sprintf("services %v are reconciled with no write", names), func() error {
+		if n := e.rec.Count(); n != writes {
+			// Each write starts the wait again.
+			writes, mark = n, reconciled.mark()
+			return fmt.Errorf("the controller wrote: %v", e.rec.Since(settleFrom))
+		}
+		return reconciled.atLeast(1, mark, e.ns, names)
+	})
+	settled, before, mark := time.Now(), e.rec.Count(), reconciled.mark()
+	e.waitReconcilesOf(names, mark, settled, func() bool { return e.rec.Count() != before })
 	if writes := e.rec.Writes(before); len(writes) > 0 {
 		e.t.Errorf("steady state wrote %d times, want 0:", len(writes))
 		for _, w := range writes {
 			e.t.Errorf("%s (answered %d) %s", w, w.Code, w.Body)
 		}
+		return
 	}
-	if n := reconciles(e.t) - reconciledBefore; n < 6 {
-		e.t.Errorf("only %v reconciles during the resyncs; the check proves nothing without them", n)
-	} else {
-		e.t.Logf("%v reconciles, 0 writes", n)
+	least := -1
+	for _, name := range names {
+		if n := reconciled.since(mark, e.ns, name); least < 0 || n < least {
+			least = n
+		}
 	}
+	e.t.Logf("settled in %v (%d writes meanwhile); then at least %d reconciles of each of %d services in %v, 0 writes",
+		settled.Sub(began).Round(time.Millisecond), before-settleFrom, least, len(names), time.Since(settled).Round(time.Millisecond))
+}
+
+// waitReconciles waits until every service in the env's namespace has
+// steadyReconciles reconciles begun after mark and ended without error,
+// over at least the env's SyncPeriod from now.
+func (e *env) waitReconciles(mark uint64) {
+	e.t.Helper()
+	if e.opts.SyncPeriod <= 0 {
+		e.t.Fatal("waitReconciles needs the env's SyncPeriod, which reconciles every service again")
+	}
+	e.waitReconcilesOf(e.serviceNames(), mark, time.Now(), func() bool { return false })
+}
+
+// waitReconcilesOf waits until the named services each have
+// steadyReconciles reconciles begun after mark and ended without error,
+// and the env's SyncPeriod has passed since from; or until stop says
+// there is no point waiting.
+func (e *env) waitReconcilesOf(names []string, mark uint64, from time.Time, stop func() bool) {
+	e.t.Helper()
+	period := e.opts.SyncPeriod
+	testenv.Eventually(e.t, fmt.Sprintf("services %v are reconciled %d times over %v", names, steadyReconciles, period), func() error {
+		if stop() {
+			return nil
+		}
+		if d := time.Since(from); d < period {
+			return fmt.Errorf("%v of %v", d.Round(time.Millisecond), period)
+		}
+		return reconciled.atLeast(steadyReconciles, mark, e.ns, names)
+	})
+}
+
+// steadyReconciles is how many reconciles of each service assertSteadyState
+// sees write nothing (at least; a SyncPeriod brings several, one for each
+// kind's informer). The original fixed window of 5 s asked for 6
+// reconciles in all, whichever services they were of.
+const steadyReconciles = 2
+
+// serviceNames lists the services in the env's namespace.
+func (e *env) serviceNames() []string {
+	e.t.Helper()
+	list := &v1alpha2.LLMInferenceServiceList{}
+	e.must(e.c.List(context.Background(), list, client.InNamespace(e.ns)))
+	names := make([]string, 0, len(list.Items))
+	for _, svc := range list.Items {
+		names = append(names, svc.Name)
+	}
+	return names
 }

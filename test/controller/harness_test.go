@@ -25,8 +25,6 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-func init() { testenv.InitLogger() } // TEST_LOG=1 shows the controller's logs
-
 // env is one test's controller, namespace and system namespace.
 type env struct {
 	t    testing.TB

@@ -32,11 +32,19 @@ func leaseWrites(r *testenv.Recorder) int {
 }
 
 // runReplica runs another controller with opts whose client's requests go
-// through counter; the returned stop ends it.
-func runReplica(t *testing.T, opts controller.Options, counter *testenv.Recorder) (stop func()) {
+// through counter, and then through lease, which counts its requests for
+// the leader election Lease; the returned stop ends it.
+func runReplica(t *testing.T, opts controller.Options, counter *testenv.Recorder, lease *requestCounter) (stop func()) {
 	t.Helper()
 	cfg := counter.Config(cp.Config)
+	cfg.Wrap(lease.wrap)
 	return testenv.Start(t, "replica", func(ctx context.Context) error { return controller.Run(ctx, cfg, opts) })
+}
+
+// leaseRequests counts the requests for the leader election Lease in the
+// system namespace sys.
+func leaseRequests(sys string) *requestCounter {
+	return &requestCounter{prefix: "/apis/coordination.k8s.io/v1/namespaces/" + sys + "/leases/" + controller.LeaderElectionID}
 }
 
 // crdApplies reads odh_serving_crd_applies_total, summed by result.
@@ -57,7 +65,11 @@ func TestStandbySendsNoWrite(t *testing.T) {
 	if _, err := crdlifecycle.Apply(t.Context(), cp.Client, crdlifecycle.ApplyOptions{Alpha2: true}); err != nil {
 		t.Fatal(err)
 	}
-	e := startWithGateway(t, func(o *controller.Options) { o.LeaderElect, o.ManageCRDs = true, true })
+	e := startWithGateway(t, func(o *controller.Options) {
+		// The resyncs reconcile the service, so that the new leader's
+		// reconciles can be waited for (waitReconciles).
+		o.LeaderElect, o.ManageCRDs, o.SyncPeriod = true, true, time.Second
+	})
 	e.create(simulator)
 	e.waitReady("sim")
 
@@ -65,20 +77,26 @@ func TestStandbySendsNoWrite(t *testing.T) {
 	// CRD lifecycle now would write it back.
 	setCRDLabel(t, v1PoolCRD, "")
 
-	standby := &testenv.Recorder{}
-	stopStandby := runReplica(t, e.opts, standby)
-	// The standby has started when it reads the Lease; give it a few retry
-	// periods (2 s each) and a change to the service to act on.
+	standby, lease := &testenv.Recorder{}, leaseRequests(e.sys)
+	stopStandby := runReplica(t, e.opts, standby, lease)
+	// The standby has started when it reads the Lease. It tries to take
+	// the Lease every retry period (2 s, jittered); it must write nothing
+	// through two tries and a change to the service to act on.
 	testenv.Eventually(t, "the standby reads the Lease", func() error {
-		if counts := standby.Verbs(); counts["get"] == 0 {
-			return fmt.Errorf("no read yet: %v", counts)
+		if lease.count() == 0 {
+			return fmt.Errorf("no read yet: %v", standby.Verbs())
 		}
 		return nil
 	})
 	e.update("sim", func(s *v1alpha2.LLMInferenceService) { s.Spec.Replicas = ptr(int32(2)) })
 	// Settled, not only Ready: the new leader must find nothing to do.
 	e.waitSettled("sim")
-	time.Sleep(5 * time.Second)
+	testenv.Eventually(t, "the standby tries to take the Lease twice", func() error {
+		if n := lease.count(); n < 2 {
+			return fmt.Errorf("%d tries", n)
+		}
+		return nil
+	})
 	counts, writes := standby.Verbs(), standby.Since(0)
 	t.Logf("standby's requests by verb while the other replica led: %v", counts)
 	if len(writes) != 0 {
@@ -90,6 +108,7 @@ func TestStandbySendsNoWrite(t *testing.T) {
 	setCRDLabel(t, v1PoolCRD, convention.ManagedBy)
 	before := crdApplies(t)
 	e.stop()
+	mark := reconciled.mark()
 	testenv.Eventually(t, "the standby takes the Lease", func() error {
 		if leaseWrites(standby) == 0 {
 			return fmt.Errorf("no Lease write yet")
@@ -119,7 +138,7 @@ func TestStandbySendsNoWrite(t *testing.T) {
 		t.Errorf("the CRD lifecycle failed %v times", d)
 	}
 	e.waitReady("sim")
-	time.Sleep(2 * time.Second)
+	e.waitReconciles(mark)
 	stopStandby()
 	counts, writes = standby.Verbs(), standby.Since(0)
 	t.Logf("its requests by verb after taking over: %v", counts)
@@ -194,7 +213,11 @@ func TestRestartWritesNothing(t *testing.T) {
 	if _, err := crdlifecycle.Apply(t.Context(), cp.Client, crdlifecycle.ApplyOptions{Alpha2: true}); err != nil {
 		t.Fatal(err)
 	}
-	e := startWithGateway(t, func(o *controller.Options) { o.ManageCRDs = true })
+	e := startWithGateway(t, func(o *controller.Options) {
+		// The resyncs reconcile the service, so that the restarted
+		// replica's reconciles can be waited for (waitReconciles).
+		o.ManageCRDs, o.SyncPeriod = true, time.Second
+	})
 	e.create(simulator)
 	// Not waitReady: the service is Ready on its v1alpha2 pool before the
 	// first replica has written its move to v1, which a replica stopped
@@ -208,6 +231,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	}
 	before := crdApplies(t)
 	e.rec = &testenv.Recorder{}
+	mark := reconciled.mark()
 	e.run()
 	testenv.Eventually(t, "the restarted replica runs the CRD lifecycle", func() error {
 		done := 0.0
@@ -223,7 +247,7 @@ func TestRestartWritesNothing(t *testing.T) {
 		t.Errorf("the restarted replica applied %v CRDs that had not changed", d)
 	}
 	e.waitReady("sim")
-	time.Sleep(2 * time.Second)
+	e.waitReconciles(mark)
 	e.stop()
 	t.Logf("the restarted replica's requests by verb: %v", e.rec.Verbs())
 	if writes := e.rec.Writes(0); len(writes) != 0 {
