@@ -14,7 +14,8 @@
 //   - POST /v1/completions and /v1/chat/completions, streamed as
 //     server-sent events when the request says "stream": true. The model
 //     must be one the pod serves (404 otherwise, as vLLM answers); the text
-//     and the X-Model-Server-Pod header name the pod;
+//     and the X-Model-Server-Pod header name the pod; every answer's
+//     X-Model-Server-Address header is the ip:port it arrived at;
 //   - GET /v1/models: the names from the pod's --served-model-name
 //     (including KServe's publishers/<namespace>/models/<name> alias) and
 //     its --lora-modules adapters, with the base model as their parent;

@@ -246,6 +246,9 @@ func TestFleetServesAPod(t *testing.T) {
 		if got := resp.Header.Get("X-Model-Server-Pod"); got != pod.Name {
 			t.Errorf("X-Model-Server-Pod %q", got)
 		}
+		if got, want := resp.Header.Get("X-Model-Server-Address"), strings.TrimPrefix(base, "http://"); got != want {
+			t.Errorf("X-Model-Server-Address %q, want %q", got, want)
+		}
 	}
 	resp := post(t, c, base+"/v1/completions", `{"model":"org/model","prompt":"hi"}`)
 	body = resp.Body

@@ -126,6 +126,9 @@ func (s *podServer) start(certs func(Port) (*tls.Certificate, error)) error {
 	mux.HandleFunc("GET /metrics", s.metrics)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Model-Server-Pod", s.name)
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			w.Header().Set("X-Model-Server-Address", a.String())
+		}
 		mux.ServeHTTP(w, r)
 	})
 	for _, p := range s.ports {

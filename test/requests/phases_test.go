@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,8 +75,14 @@ type phaseEnv struct {
 	// podNames are the workload's pods, in the order of pods.
 	podNames []string
 	send     func() (code int, pod string, err error)
-	gwLog    *testenv.Buffer
-	log      *testenv.Buffer // the endpoint picker's
+	// answeredAt is the ip:port at which the last answer's model server
+	// took the request (its X-Model-Server-Address), for failure messages.
+	answeredAt func() string
+	// podIPs are the workload's pods' IPs, in the order of podNames, as
+	// they were when both pods were first Ready.
+	podIPs []string
+	gwLog  *testenv.Buffer
+	log    *testenv.Buffer // the endpoint picker's
 	// svc is the service as rendered, and phase its phase.
 	svc   *v1alpha2.LLMInferenceService
 	phase convention.Phase
@@ -100,6 +107,23 @@ func runPhase(t *testing.T, phase convention.Phase) {
 	t.Helper()
 	e := startPhase(t, phase, phaseOptions{})
 	c, ns, url, send, gwLog, log, ctx := e.c, e.ns, e.url, e.send, e.gwLog, e.log, t.Context()
+	// The endpoint picker knows both pods before one is taken away: with
+	// one of them missing from its view, "no more requests to the pod that
+	// is not Ready" would prove nothing.
+	testenv.Eventually(t, "the endpoint picker routes to both pods", func() error {
+		seen := map[string]string{}
+		for range 10 {
+			_, pod, err := send()
+			if err != nil {
+				return err
+			}
+			seen[pod] = e.answeredAt()
+		}
+		if len(seen) != 2 {
+			return fmt.Errorf("10 requests answered only by %v (pod: address); the pods: %v at %v", seen, e.podNames, e.podIPs)
+		}
+		return nil
+	})
 	gwLog.Reset()
 	served := map[string]int{}
 	for range 20 {
@@ -150,7 +174,7 @@ func runPhase(t *testing.T, phase convention.Phase) {
 	testenv.Eventually(t, "10 requests in a row to "+e.podNames[1]+" alone", func() error {
 		for range 10 {
 			if _, pod, err := send(); err != nil || pod != e.podNames[1] {
-				return fmt.Errorf("pod %q, %w", pod, err)
+				return fmt.Errorf("pod %q answered at %s (the pods: %v at %v): %v", pod, e.answeredAt(), e.podNames, e.podIPs, err)
 			}
 		}
 		return nil
@@ -284,6 +308,9 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		}
 		return nil
 	})
+	if podIPs[0] == podIPs[1] {
+		tb.Fatalf("kwok gave both pods %v the IP %s", podNames, podIPs[0])
+	}
 
 	// The endpoint picker: the rendered args, its listen ports and
 	// certificate folder changed, its configuration adapted, as the
@@ -316,7 +343,9 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 			args[i+1] = adapted.Config
 		}
 	}
-	args = append(args, "--metrics-port", strconv.Itoa(metricsPort))
+	// --v 4: the log (shown when the test fails) has the endpoint
+	// picker's pool and pod events: which pods it added and removed, when.
+	args = append(args, "--metrics-port", strconv.Itoa(metricsPort), "--v", "4")
 	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
@@ -381,7 +410,11 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	// Requests, once the endpoint picker is up and has the pool: one that
 	// it answered (no fallback of the gateway's) with a pod.
 	url := fmt.Sprintf("%s/%s/qwen/v1/completions", srv.URL, ns)
+	var lastAt atomic.Value
+	lastAt.Store("")
+	e.answeredAt = func() string { return lastAt.Load().(string) }
 	send := func() (int, string, error) {
+		lastAt.Store("")
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"Qwen/Qwen2.5-7B-Instruct","prompt":"hi","max_tokens":5}`))
 		if err != nil {
 			return 0, "", err
@@ -396,6 +429,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
+		lastAt.Store(resp.Header.Get("X-Model-Server-Address"))
 		if resp.StatusCode != http.StatusOK {
 			return resp.StatusCode, "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
 		}
@@ -415,7 +449,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	for _, ip := range podIPs {
 		pods = append(pods, fmt.Sprintf("https://%s/v1/completions", net.JoinHostPort(ip, "8000")))
 	}
-	e.url, e.pods, e.podNames, e.send = url, pods, podNames, send
+	e.url, e.pods, e.podNames, e.podIPs, e.send = url, pods, podNames, podIPs, send
 	return e
 }
 
