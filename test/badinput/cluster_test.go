@@ -25,11 +25,13 @@ const namespacePrefix = "bad"
 
 // TestWebhook creates each case the webhook sees, in a namespace of its
 // own: the create must fail with the case's message, and nothing at all may
-// exist in the namespace afterwards. Cases the webhook accepts on purpose
-// are created as a server-side dry run, which must pass. Cluster-scoped
-// objects are compared before and after all cases.
+// exist in the namespace afterwards (checkEmpty, once all cases ran). Cases
+// the webhook accepts on purpose are created as a server-side dry run,
+// which must pass. Cluster-scoped objects are compared before and after all
+// cases.
 func TestWebhook(t *testing.T) {
 	before := clusterScoped(t)
+	left := caseNamespaces{}
 	for _, c := range loadCases(t) {
 		if !slices.Contains(entries[c.category], entryWebhook) {
 			continue
@@ -40,7 +42,7 @@ func TestWebhook(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			objs := servingObjects(t, c)
-			ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
+			ns := left.add(t, c.name)
 			if _, accepted := c.accepted[entryWebhook]; accepted {
 				for _, o := range objs {
 					o.SetNamespace(ns)
@@ -48,7 +50,6 @@ func TestWebhook(t *testing.T) {
 						t.Errorf("the case says the webhook accepts %s %s (%s), but: %v", o.GetKind(), o.GetName(), c.accepted[entryWebhook], err)
 					}
 				}
-				checkEmpty(t, ns)
 				return
 			}
 			if len(objs) != 1 {
@@ -64,9 +65,9 @@ func TestWebhook(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error:\n  %v\nwant it to contain:\n  %s", err, want)
 			}
-			checkEmpty(t, ns)
 		})
 	}
+	checkEmpty(t, left, "a rejected input")
 	if diff := diffSnapshots(before, clusterScoped(t)); diff != "" {
 		t.Errorf("cluster-scoped objects changed while bad inputs were sent:\n%s", diff)
 	}
@@ -74,13 +75,15 @@ func TestWebhook(t *testing.T) {
 
 // TestHelmInstall installs charts/odh-serving with each bad values file:
 // helm must refuse with the message, and leave nothing behind: no release,
-// no object in the namespace, no cluster-scoped object.
+// no object in the namespace (checkEmpty, once all cases ran), no
+// cluster-scoped object.
 func TestHelmInstall(t *testing.T) {
 	kubeconfig := testenv.Kubeconfig(t, cp.Config, "")
 	before := clusterScoped(t)
+	left := caseNamespaces{}
 	eachCase(t, entryHelmInstall, func(t *testing.T, c *badCase, want string) {
 		t.Helper()
-		ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
+		ns := left.add(t, c.name)
 		helm := testenv.HelmFor(t, "helm", kubeconfig)
 		out, err := helm.Run(t.Context(), "install", "odh-serving", "../../charts/odh-serving", "--namespace", ns, "-f", c.file)
 		if err == nil {
@@ -89,8 +92,8 @@ func TestHelmInstall(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("helm said:\n%v\nwant it to contain:\n%s", err, want)
 		}
-		checkEmpty(t, ns)
 	})
+	checkEmpty(t, left, "a refused install")
 	if diff := diffSnapshots(before, clusterScoped(t)); diff != "" {
 		t.Errorf("cluster-scoped objects changed while bad values were installed:\n%s", diff)
 	}
@@ -149,8 +152,24 @@ func listable(t *testing.T, namespaced bool) []schema.GroupVersionResource {
 	return out
 }
 
-// checkEmpty lists every kind in namespace and fails on any object.
-func checkEmpty(t *testing.T, namespace string) {
+// caseNamespaces maps the namespace each case ran in to the case's name.
+type caseNamespaces map[string]string
+
+// add makes a namespace of its own for the case.
+func (m caseNamespaces) add(t *testing.T, name string) string {
+	t.Helper()
+	ns := testenv.NewNamespace(t, cp.Client, namespacePrefix)
+	m[ns] = name
+	return ns
+}
+
+// checkEmpty lists every namespaced kind, in all namespaces, and fails on
+// any object in a case's namespace, naming the case. It runs once after
+// the cases, one List per kind rather than one per kind and case: nothing
+// here deletes an object (envtest runs no garbage collector and no
+// namespace controller, and the namespaces stay), so whatever a case left
+// is still there at the end.
+func checkEmpty(t *testing.T, cases caseNamespaces, what string) {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
@@ -158,13 +177,15 @@ func checkEmpty(t *testing.T, namespace string) {
 	}
 	kinds := 0
 	for _, gvr := range listable(t, true) {
-		list, err := dyn.Resource(gvr).Namespace(namespace).List(t.Context(), metav1.ListOptions{})
+		list, err := dyn.Resource(gvr).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
-			t.Fatalf("list %s in %s: %v", gvr, namespace, err)
+			t.Fatalf("list %s: %v", gvr, err)
 		}
 		kinds++
 		for _, o := range list.Items {
-			t.Errorf("a rejected input left %s %s/%s", gvr.Resource, namespace, o.GetName())
+			if name, ok := cases[o.GetNamespace()]; ok {
+				t.Errorf("%s: %s left %s %s/%s", name, what, gvr.Resource, o.GetNamespace(), o.GetName())
+			}
 		}
 	}
 	if kinds < 20 {
