@@ -207,7 +207,9 @@ func (d *demo) build(ctx context.Context) error {
 	if d.odh == "" {
 		d.odh = filepath.Join(d.cfg.Root, "bin", "odh-serving")
 	}
-	if _, err := d.command(ctx, nil, "go", "build", "-o", d.odh, "./cmd/odh-serving"); err != nil {
+	if d.cfg.Built {
+		d.say("odh-serving: %s, built already", d.rel(d.odh))
+	} else if _, err := d.command(ctx, nil, "go", "build", "-o", d.odh, "./cmd/odh-serving"); err != nil {
 		return err
 	}
 	for _, sub := range []string{"controller", "status"} {

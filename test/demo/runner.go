@@ -33,6 +33,10 @@ type config struct {
 	Timeout time.Duration
 	// Binary is where odh-serving is built; empty means bin/odh-serving.
 	Binary string
+	// Built says Binary is built already (the integration test copies
+	// `make build`'s, as the other test packages do): step 1 runs it and
+	// does not build it again.
+	Built bool
 }
 
 // runner carries one demo run: progress output and what to tear down.
