@@ -2,10 +2,12 @@ package chart
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,11 +43,40 @@ func templateArgs(chart, valuesFile string, extra ...string) []string {
 	return append(args, extra...)
 }
 
-// render runs `helm template` and splits the output into objects.
+// render runs `helm template` (once per arguments: template) and splits the
+// output into objects of the caller's own.
 func render(t *testing.T, args ...string) (string, []*unstructured.Unstructured) {
 	t.Helper()
-	out := helm.Must(t, args...)
+	out := template(t, args...)
 	return out, split(t, out)
+}
+
+// rendered is one `helm template` run: its output, or the error.
+type rendered struct {
+	once sync.Once
+	out  string
+	err  error
+}
+
+// renders holds the output of each `helm template` the tests ran, by its
+// arguments. Helm renders the same bytes each time (TestDeterministic
+// checks that with two runs of its own), so the tests that read what a
+// values file renders (the golden files, the dry run, the restricted pods,
+// the hooks, the controller's flags) share one run of it rather than each
+// start helm again.
+var renders sync.Map // of strings.Join(args, "\x00") to *rendered
+
+// template is helm.Must of `helm template` args, run once for all tests.
+func template(t *testing.T, args ...string) string {
+	t.Helper()
+	v, _ := renders.LoadOrStore(strings.Join(args, "\x00"), &rendered{})
+	r := v.(*rendered)
+	// Not the test's context: the next test reads what this run made.
+	r.once.Do(func() { r.out, r.err = helm.Run(context.Background(), args...) })
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.out
 }
 
 // split decodes a YAML stream. (engine/manifest.Split is quadratic in the

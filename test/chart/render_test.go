@@ -43,7 +43,7 @@ func TestTemplateGolden(t *testing.T) {
 	values := ciValues(t, chartDir)
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		t.Run("odh-serving/"+name, func(t *testing.T) {
-			out := helm.Must(t, templateArgs(chartDir, values[name])...)
+			out := template(t, templateArgs(chartDir, values[name])...)
 			golden.Assert(t, filepath.Join("testdata", "odh-serving", name+".yaml"), []byte(out))
 		})
 	}
@@ -74,14 +74,15 @@ func crdSummary(t *testing.T, objs []*unstructured.Unstructured) []byte {
 	return out
 }
 
-// TestDeterministic renders each ci values file twice: Argo CD renders on
-// every sync and must see the same bytes.
+// TestDeterministic renders each ci values file twice (the render the
+// other tests share, and one of its own): Argo CD renders on every sync
+// and must see the same bytes.
 func TestDeterministic(t *testing.T) {
 	for _, chart := range []string{chartDir, crdsChartDir} {
 		values := ciValues(t, chart)
 		for _, name := range slices.Sorted(maps.Keys(values)) {
 			t.Run(filepath.Base(chart)+"/"+name, func(t *testing.T) {
-				first := helm.Must(t, templateArgs(chart, values[name])...)
+				first := template(t, templateArgs(chart, values[name])...)
 				second := helm.Must(t, templateArgs(chart, values[name])...)
 				if first != second {
 					t.Errorf("two renders differ:\n%s", cmp.Diff(first, second))
