@@ -97,7 +97,9 @@ func uninstallOnFailure(t *testing.T, namespace string) {
 
 // userService writes an LLMInferenceService outside any release, as a user
 // would, in v1alpha1 so that it goes through the conversion webhook the
-// odh-serving-crds chart configured.
+// odh-serving-crds chart configured. Uninstalls leave it, so the test
+// deletes it when it ends (through v1alpha2, the stored version), for the
+// next run of the test (-count).
 func userService(t *testing.T, namespace, name string) {
 	t.Helper()
 	svc := &unstructured.Unstructured{Object: map[string]any{
@@ -108,6 +110,21 @@ func userService(t *testing.T, namespace, name string) {
 	if err := cp.Client.Create(t.Context(), svc); err != nil {
 		t.Fatalf("create the user's service: %v", err)
 	}
+	deleteAtEnd(t, gvkService, namespace, name)
+}
+
+// deleteAtEnd deletes an object when the test ends.
+func deleteAtEnd(t *testing.T, gvk schema.GroupVersionKind, namespace, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		obj.SetNamespace(namespace)
+		obj.SetName(name)
+		if err := cp.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s %s/%s: %v", gvk.Kind, namespace, name, err)
+		}
+	})
 }
 
 // TestInstallControllerMode installs odh-serving without a post-renderer:

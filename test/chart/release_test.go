@@ -245,6 +245,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if err := cp.Client.Create(t.Context(), userPreset); err != nil {
 		t.Fatalf("create the user's preset: %v", err)
 	}
+	deleteAtEnd(t, gvkPreset, ns, "team-h100")
 	before := customResources(t)
 	if len(before) < 18 { // 14 shipped presets, 2 services from values, the user's service and preset
 		t.Fatalf("%d custom resources before the upgrade, want at least 18: %v", len(before), before)
