@@ -28,6 +28,20 @@ fi
 if ! go mod tidy -diff >/dev/null; then
   echo "go.mod/go.sum are not tidy; run 'go mod tidy'" >&2; fail=1
 fi
+# hack/k8s-assets (etcd and the Kubernetes binaries) builds every module it shares with odh-serving
+# at odh-serving's version, so the Go build cache compiles those packages (client-go, the API types,
+# the API server library: about half of the Kubernetes binaries' packages) once for both: a cold
+# `make demo` and `.ci/run` count on it (README.md, the budgets). Each line: module, ours, theirs.
+mods() { go list -deps -f '{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}' "$@" | sort -u; }
+ours=$(mods -test ./...)
+theirs=$(cd hack/k8s-assets && mods ./etcd k8s.io/kubernetes/cmd/{kube-apiserver,kube-scheduler,kube-controller-manager}) # not kubectl: only DEMO_KEEP=1 builds it
+drift=$(join <(echo "$ours") <(echo "$theirs") | awk '$2 != $3')
+if [ -n "$drift" ]; then
+  echo "hack/k8s-assets builds modules at other versions than go.mod (module, go.mod's, hack/k8s-assets'):" >&2
+  echo "$drift" >&2
+  echo "align them: in hack/k8s-assets, go get MODULE@VERSION with go.mod's version for each, then go mod tidy" >&2
+  fail=1
+fi
 for crd in api/crds/serving.kserve.io_*.yaml; do
   size=$(wc -c < "$crd")
   if [ "$size" -gt 262144 ]; then
