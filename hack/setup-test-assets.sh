@@ -21,7 +21,9 @@
 # A binary not stamped yet is first looked for, with a matching version, in $KUBEBUILDER_ASSETS,
 # setup-envtest's cache and $PATH, and linked or copied in; only then is it built from the Go
 # module proxy: etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl in the
-# nested module hack/k8s-assets, kwok in the nested module hack/kwok-assets (it needs Go 1.26 and
+# nested module hack/k8s-assets (which requires every module it shares with odh-serving at
+# odh-serving's version, so both compile those packages once: client-go, the API types, the API
+# server library; make verify checks it), kwok in the nested module hack/kwok-assets (it needs Go 1.26 and
 # k8s.io v0.36), helm and lws-controller (the LeaderWorkerSet operator's manager, sigs.k8s.io/lws's
 # cmd at the version go.mod requires) in the root module (the same libraries odh-serving uses, so
 # they share its build cache), helm 4 and kustomize with `go install`.
@@ -43,6 +45,12 @@ SUMS=$(cat "$ROOT/hack/k8s-assets/go.mod" "$ROOT/hack/k8s-assets/go.sum" | sha25
 OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
 LOG=$ROOT/bin/test-assets.log
 GOVER=$(go env GOVERSION)
+# Every build here is static and path-free, as make's are (the Makefile exports CGO_ENABLED=0 and
+# -trimpath), whoever runs the script: the Go build cache keys a compiled package by these too, so
+# only then do these builds, odh-serving's, the demo's and the tests' compile the packages they
+# share once.
+export CGO_ENABLED=0
+[[ " ${GOFLAGS:-} " == *" -trimpath "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 
 CLUSTER_SET="etcd kube-apiserver kube-scheduler kube-controller-manager kwok lws-controller"
 DEMO_SET="$CLUSTER_SET helm epp"
@@ -239,12 +247,12 @@ run() {
   fi
   if has kustomize; then
     run "kustomize $KUSTOMIZE_VERSION" "20 s" "$ROOT" \
-      env GOBIN="$OUT" GOFLAGS=-mod=mod go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+      env GOBIN="$OUT" GOFLAGS="$GOFLAGS -mod=mod" go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
     stamp kustomize > "$OUT/.stamp-kustomize"
   fi
   if has helm4; then
     run "helm4 $HELM4_VERSION" "3 min" "$ROOT" \
-      env GOBIN="$OUT/helm4.d" GOFLAGS=-mod=mod go install -ldflags "$H4LDF" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
+      env GOBIN="$OUT/helm4.d" GOFLAGS="$GOFLAGS -mod=mod" go install -ldflags "$H4LDF" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
     mv "$OUT/helm4.d/helm" "$OUT/helm4" && rmdir "$OUT/helm4.d"
     stamp helm4 > "$OUT/.stamp-helm4"
   fi
