@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
@@ -25,6 +27,12 @@ func TestIntegrationPresetsListCluster(t *testing.T) {
 		if err := cp.Client.Create(t.Context(), cfg); err != nil {
 			t.Fatalf("create %s/%s: %v", cfg.Namespace, cfg.Name, err)
 		}
+		// opendatahub is shared: leave it as it was, for the next run (-count).
+		t.Cleanup(func() {
+			if err := cp.Client.Delete(context.Background(), cfg); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %s/%s: %v", cfg.Namespace, cfg.Name, err)
+			}
+		})
 	}
 	var out, errOut bytes.Buffer
 	code := cli.Main([]string{"presets", "list", "--kubeconfig", testenv.Kubeconfig(t, cp.Config, "")}, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
