@@ -207,9 +207,11 @@ func (d *demo) build(ctx context.Context) error {
 	if d.odh == "" {
 		d.odh = filepath.Join(d.cfg.Root, "bin", "odh-serving")
 	}
+	// -ldflags=-w: no DWARF (a debugger's tables; stack traces and profiles
+	// do not need them), a third less CPU for the link.
 	if d.cfg.Built {
 		d.say("odh-serving: %s, built already", d.rel(d.odh))
-	} else if _, err := d.command(ctx, nil, "go", "build", "-o", d.odh, "./cmd/odh-serving"); err != nil {
+	} else if _, err := d.command(ctx, nil, "go", "build", "-ldflags=-w", "-o", d.odh, "./cmd/odh-serving"); err != nil {
 		return err
 	}
 	for _, sub := range []string{"controller", "status"} {
