@@ -217,7 +217,7 @@ run() {
     for ((i = 1; i < ${#NAMES[@]}; i++)); do
       if ((i == ${#NAMES[@]} - 1)); then label+=" and ${NAMES[i]}"; else label+=", ${NAMES[i]}"; fi
     done
-    run "$label" "$KEST min" "$ROOT/hack/k8s-assets" go build -ldflags "$KLDF" -o "$OUT/" "${K8S[@]}"
+    run "$label" "$KEST min with nothing compiled before, about half that once odh-serving is (they share its client-go and API server packages)" "$ROOT/hack/k8s-assets" go build -ldflags "$KLDF" -o "$OUT/" "${K8S[@]}"
     for b in "${NAMES[@]}"; do stamp "$b" > "$OUT/.stamp-$b"; done
   fi
   if has kwok; then
