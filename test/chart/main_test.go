@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -51,6 +52,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	testenv.UseTestGOGC()
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -26,6 +29,29 @@ func InitLogger() {
 		w = os.Stderr
 	}
 	ctrllog.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
+}
+
+// gcPercent is the GOGC UseTestGOGC sets.
+const gcPercent = 400
+
+// UseTestGOGC sets GOGC=400, unless GOGC is set or benchmarks run (they
+// measure the processes' CPU and memory), for the test binary and, through
+// the environment they inherit, the processes it starts: kube-apiserver,
+// etcd, helm, odh-serving. At Go's default of 100 they spend about a fifth
+// of their CPU collecting garbage (a profile of kube-apiserver in
+// test/controller); the tests trade memory for it. Call it from TestMain
+// after flag.Parse.
+func UseTestGOGC() {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		return
+	}
+	if err := os.Setenv("GOGC", strconv.Itoa(gcPercent)); err != nil {
+		panic(err)
+	}
+	debug.SetGCPercent(gcPercent)
 }
 
 // Main is a test package's TestMain: it starts a control plane with every
