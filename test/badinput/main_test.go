@@ -1,6 +1,7 @@
 package badinput
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
@@ -9,4 +10,8 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { testenv.Main(m, &cp) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testenv.UseTestGOGC()
+	testenv.Main(m, &cp)
+}
