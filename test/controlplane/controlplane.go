@@ -123,7 +123,11 @@ func StartWith(o Options) (*ControlPlane, error) {
 		// envtest kills the API server (and etcd), which is a fault as good.
 		env.ControlPlaneStopTimeout = restartStopTimeout
 	}
-	cfg, err := env.Start()
+	var cfg *rest.Config
+	err = withTestGOGC(func() (err error) {
+		cfg, err = env.Start()
+		return err
+	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd: %w", err), removeDir(certDir))
 	}
@@ -234,7 +238,7 @@ func (cp *ControlPlane) StartAPIServer() error {
 	if cp.certDir == "" {
 		return errors.New("start the API server: the control plane was not started Restartable")
 	}
-	if err := cp.env.ControlPlane.GetAPIServer().Start(); err != nil {
+	if err := withTestGOGC(cp.env.ControlPlane.GetAPIServer().Start); err != nil {
 		return fmt.Errorf("start the API server again: %w", err)
 	}
 	return nil

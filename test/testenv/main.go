@@ -31,8 +31,8 @@ func InitLogger() {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
 }
 
-// gcPercent is the GOGC UseTestGOGC sets.
-const gcPercent = 400
+// gcPercent is the GOGC UseTestGOGC sets: the control plane's in tests.
+const gcPercent = controlplane.TestGOGC
 
 // UseTestGOGC sets GOGC=400, unless GOGC is set or benchmarks run (they
 // measure the processes' CPU and memory), for the test binary and, through
