@@ -1,6 +1,10 @@
 package controlplane
 
-import "testing"
+import (
+	"testing"
+
+	_ "github.com/opendatahub-io/odh-serving/internal/golden" // registers -update, so `go test ./... -update` runs in every package
+)
 
 func TestBenchmarking(t *testing.T) {
 	for _, c := range []struct {
