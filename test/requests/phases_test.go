@@ -173,8 +173,12 @@ func runPhase(t *testing.T, phase convention.Phase) {
 	notReady(e.podNames[0])
 	testenv.Eventually(t, "10 requests in a row to "+e.podNames[1]+" alone", func() error {
 		for range 10 {
-			if _, pod, err := send(); err != nil || pod != e.podNames[1] {
-				return fmt.Errorf("pod %q answered at %s (the pods: %v at %v): %v", pod, e.answeredAt(), e.podNames, e.podIPs, err)
+			_, pod, err := send()
+			if err != nil {
+				return fmt.Errorf("answered at %q (the pods: %v at %v): %w", e.answeredAt(), e.podNames, e.podIPs, err)
+			}
+			if pod != e.podNames[1] {
+				return fmt.Errorf("pod %q answered at %s (the pods: %v at %v)", pod, e.answeredAt(), e.podNames, e.podIPs)
 			}
 		}
 		return nil
