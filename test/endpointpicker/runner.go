@@ -65,6 +65,15 @@ type eppProcess struct {
 	done       chan struct{}
 }
 
+// QuietPoolMetrics is appended to every endpoint picker's flags. GIE
+// v1.3.1's datastore takes its read lock twice in PoolGet, which the
+// pool-metrics refresher calls every 5 s by default: when an InferencePool
+// update (PoolSet, a writer) arrives between the two, the endpoint picker
+// deadlocks and stops following pods (fixed upstream after v1.3.1, GIE pull
+// request 2571). Nothing here reads the inference_pool_* metrics that
+// refresher publishes, so it runs once an hour.
+var QuietPoolMetrics = []string{"--refresh-prometheus-metrics-interval", "1h"}
+
 // NewRunner returns a runner of the endpoint picker binary for the cluster
 // of cfg (whose user may create tokens of any ServiceAccount), keeping each
 // pod's log, certificate and kubeconfig under dir.
@@ -208,6 +217,7 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) (*eppProcess, error
 			args = append(args, flag, strconv.Itoa(port))
 		}
 	}
+	args = append(args, QuietPoolMetrics...)
 	grpcPort := args[slices.Index(args, "--grpc-port")+1]
 	kubeconfig, err := r.kubeconfig(ctx, pod, dir)
 	if err != nil {

@@ -350,6 +350,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	// --v 4: the log (shown when the test fails) has the endpoint
 	// picker's pool and pod events: which pods it added and removed, when.
 	args = append(args, "--metrics-port", strconv.Itoa(metricsPort), "--v", "4")
+	args = append(args, endpointpicker.QuietPoolMetrics...)
 	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
