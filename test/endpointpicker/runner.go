@@ -100,7 +100,7 @@ func (r *Runner) logf(format string, args ...any) {
 // Run follows the endpoint picker pods until ctx ends, then stops every
 // process.
 func (r *Runner) Run(ctx context.Context) error {
-	err := podwatch.Follow(ctx, r.cs, PodSelector, 5*time.Second,
+	err := podwatch.Follow(ctx, r.cs, "", PodSelector, 5*time.Second,
 		func(pod *corev1.Pod) { r.apply(ctx, pod) },
 		func(pod *corev1.Pod) { r.stop(pod.Namespace + "/" + pod.Name) })
 	if err != nil {

@@ -23,8 +23,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/api/crds"
-	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/modelserver"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -37,10 +35,9 @@ func init() { testenv.InitLogger() }
 // Programmed, with its attached route counted, and a request to that
 // address reaches the model server of the Service's Ready pod.
 func TestListenersOnAnAPIServer(t *testing.T) {
-	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
 	// kube-scheduler, kube-controller-manager and kwok run the Deployment's
 	// pod: no status is written here.
-	testenv.StartCluster(t, cp)
+	cp, _ := cluster.Cluster(t)
 	mgr, err := manager.New(cp.Config, manager.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +59,7 @@ func TestListenersOnAnAPIServer(t *testing.T) {
 	c := cp.Client
 	ctx := t.Context()
 	ns := testenv.NewNamespace(t, c, "gateway")
+	deleteAtEnd(t, c, ns)
 	port := gatewayv1.PortNumber(testenv.FreePort(t))
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},

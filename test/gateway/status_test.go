@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,10 +20,8 @@ import (
 	gieapixv1alpha2 "sigs.k8s.io/gateway-api-inference-extension/apix/v1alpha2"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/migration"
-	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -35,7 +35,7 @@ import (
 // backend and a listener that does not take the route's namespace are
 // reported as such.
 func TestStatusDrivesTheMigration(t *testing.T) {
-	cp := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}})
+	cp := cluster.ControlPlane(t)
 	log := &testenv.Buffer{}
 	first := fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)
 	g, err := New(cp.Config, first, Options{Log: log})
@@ -46,6 +46,8 @@ func TestStatusDrivesTheMigration(t *testing.T) {
 	c := cp.Client
 	ctx := t.Context()
 	sys, ns := testenv.NewNamespace(t, c, "gw-system"), testenv.NewNamespace(t, c, "gw-app")
+	deleteAtEnd(t, c, sys)
+	deleteAtEnd(t, c, ns)
 
 	gateway := func(name string, from gatewayv1.FromNamespaces, groups ...string) *gatewayv1.Gateway {
 		gw := &gatewayv1.Gateway{
@@ -131,8 +133,16 @@ func TestStatusDrivesTheMigration(t *testing.T) {
 
 	old := gateway("old", gatewayv1.NamespacesFromAll, alpha2Group)
 	v1Only := gateway("v1-only", gatewayv1.NamespacesFromAll, v1Group)
-	create(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "test"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/any"}},
-		old, v1Only, gateway("private", gatewayv1.NamespacesFromSame))
+	// The GatewayClass goes with the test, so that the status checked
+	// below is this run's.
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "test"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/any"}}
+	create(class)
+	t.Cleanup(func() {
+		if err := c.Delete(context.WithoutCancel(ctx), class); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete GatewayClass test: %v", err)
+		}
+	})
+	create(old, v1Only, gateway("private", gatewayv1.NamespacesFromSame))
 	a1, a2 := pools("a")
 	b1, b2 := pools("b")
 	create(a1, a2, b1, b2, svc("a-epp"), svc("b-epp"),

@@ -37,6 +37,10 @@ type SecretGetter func(ctx context.Context, namespace, name string) (*corev1.Sec
 type Options struct {
 	// Selector picks the pods to serve.
 	Selector labels.Selector
+	// Namespace, when set, is the only namespace whose pods are served:
+	// the fleets of tests that share a cluster (testenv.Shared) each serve
+	// their own namespace's pods, which no two fleets may both listen for.
+	Namespace string
 	// ResponseTime is how long a completion takes once it runs.
 	ResponseTime time.Duration
 	// MaxRunning is how many completions a pod runs at once; the others
@@ -247,8 +251,12 @@ func (f *Fleet) certificate(ctx context.Context, pod *corev1.Pod, p Port) (*tls.
 // on pods, resynced every few seconds so a pod whose Secret was missing is
 // served once it exists.
 func (f *Fleet) Run(ctx context.Context, cs kubernetes.Interface) error {
-	f.logf("following pods %q", f.opts.Selector)
-	err := podwatch.Follow(ctx, cs, f.opts.Selector, 5*time.Second,
+	if f.opts.Namespace == "" {
+		f.logf("following pods %q", f.opts.Selector)
+	} else {
+		f.logf("following pods %q in namespace %s", f.opts.Selector, f.opts.Namespace)
+	}
+	err := podwatch.Follow(ctx, cs, f.opts.Namespace, f.opts.Selector, 5*time.Second,
 		func(pod *corev1.Pod) { _ = f.Apply(ctx, pod) }, // logged by Apply
 		func(pod *corev1.Pod) { f.Remove(pod.Namespace, pod.Name) })
 	if err != nil {

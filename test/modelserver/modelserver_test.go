@@ -459,30 +459,7 @@ func TestFleetServesTLS(t *testing.T) {
 // one stops being served.
 func TestRunFollowsPods(t *testing.T) {
 	cs := fake.NewClientset()
-	// The fake clientset's watch does not replay what changed between the
-	// informer's list and its watch: create the pods once the watch is on.
-	watching := make(chan struct{})
-	var once sync.Once
-	cs.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := cs.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		once.Do(func() { close(watching) })
-		return true, w, err
-	})
-	fleet := NewFleet(ClientSecrets(cs), Options{ResponseTime: time.Millisecond})
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- fleet.Run(ctx, cs) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case <-watching:
-	case <-time.After(testenv.Timeout):
-		t.Fatal("the informer never watched pods")
-	}
+	fleet := runFleet(t, cs, Options{ResponseTime: time.Millisecond})
 	ip := podIP()
 	pod := simPod(ip, freePort(t, ip))
 	pending := pod.DeepCopy()
@@ -514,4 +491,57 @@ func TestRunFollowsPods(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRunServesItsNamespace: a fleet given a namespace serves the Running
+// pods of that namespace only, so that tests sharing a cluster each serve
+// their own.
+func TestRunServesItsNamespace(t *testing.T) {
+	cs := fake.NewClientset()
+	fleet := runFleet(t, cs, Options{ResponseTime: time.Millisecond, Namespace: "team"})
+	ip, otherIP := podIP(), podIP()
+	mine, theirs := simPod(ip, freePort(t, ip)), simPod(otherIP, freePort(t, otherIP))
+	theirs.Namespace = "elsewhere"
+	for _, p := range []*corev1.Pod{theirs, mine} {
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the namespace's pod served", func() error {
+		if got := fleet.Served(); !slices.Equal(got, []string{"team/svc-kserve-abc12"}) {
+			return fmt.Errorf("served %q", got)
+		}
+		return nil
+	})
+}
+
+// runFleet runs a fleet on the fake clientset cs until the test ends, and
+// returns once its informer watches pods.
+func runFleet(t *testing.T, cs *fake.Clientset, opts Options) *Fleet {
+	t.Helper()
+	// The fake clientset's watch does not replay what changed between the
+	// informer's list and its watch: create the pods once the watch is on.
+	watching := make(chan struct{})
+	var once sync.Once
+	cs.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := cs.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
+	fleet := NewFleet(ClientSecrets(cs), opts)
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- fleet.Run(ctx, cs) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-watching:
+	case <-time.After(testenv.Timeout):
+		t.Fatal("the informer never watched pods")
+	}
+	return fleet
 }

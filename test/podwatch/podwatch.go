@@ -13,11 +13,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Follow calls apply with each pod sel picks when it appears, when it
-// changes and again every resync, and gone when it is deleted, until ctx
-// ends; then it stops its informer and returns.
-func Follow(ctx context.Context, cs kubernetes.Interface, sel labels.Selector, resync time.Duration, apply, gone func(*corev1.Pod)) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, resync,
+// Follow calls apply with each pod sel picks in namespace (empty: every
+// namespace) when it appears, when it changes and again every resync, and
+// gone when it is deleted, until ctx ends; then it stops its informer and
+// returns.
+func Follow(ctx context.Context, cs kubernetes.Interface, namespace string, sel labels.Selector, resync time.Duration, apply, gone func(*corev1.Pod)) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, resync, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
 	call := func(f func(*corev1.Pod), obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -144,6 +145,13 @@ func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha
 	if err := c.Create(ctx, policy); err != nil {
 		tb.Fatalf("create AuthPolicy %s/%s: %v", gw.Namespace, policy.GetName(), err)
 	}
+	// The Gateway outlives the test (the package's tests share it): its
+	// policy goes with the test.
+	tb.Cleanup(func() {
+		if err := c.Delete(context.WithoutCancel(ctx), policy); err != nil && !apierrors.IsNotFound(err) {
+			tb.Errorf("delete AuthPolicy %s/%s: %v", gw.Namespace, policy.GetName(), err)
+		}
+	})
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-caller"},
 		Rules: []rbacv1.PolicyRule{{

@@ -23,6 +23,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -31,14 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/test/authpolicy"
-	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/endpointpicker"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
@@ -206,19 +205,25 @@ func runPhase(t *testing.T, phase convention.Phase) {
 func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv {
 	tb.Helper()
 	epp := eppBinary(tb)
-	sets := []string{crds.GIE, crds.GatewayAPI}
-	if o.auth {
-		sets = append(sets, crds.Kuadrant)
-	}
-	cp := testenv.StartControlPlane(tb, controlplane.Options{CRDs: sets})
-	testenv.StartCluster(tb, cp)
+	cp, _ := cluster.Cluster(tb)
 	c := cp.Client
 	ctx := tb.Context()
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// The phase's namespace holds all of it but the route's Gateway, and
+	// it reads nothing outside but the Gateway. The namespace is deleted
+	// when the phase ends (kube-controller-manager's namespace controller
+	// and kwok's pod-delete stage remove its objects and pods), after its
+	// model servers, endpoint picker and gateway router stopped; the next
+	// phase does not wait for that.
 	ns := testenv.NewNamespace(tb, c, "team")
+	tb.Cleanup(func() {
+		if err := c.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			tb.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
 
 	// Render a CPU-simulator service for the phase.
 	svc := &v1alpha2.LLMInferenceService{
@@ -289,7 +294,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	// The workload: its Deployment's two pods, scheduled by
 	// kube-scheduler and run by kwok at loopback IPs of the cluster's own,
 	// where the model-server simulator answers.
-	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: o.responseTime})
+	fleet := modelserver.NewFleet(modelserver.ClientSecrets(cs), modelserver.Options{ResponseTime: o.responseTime, Namespace: ns})
 	testenv.Start(tb, "model servers", func(ctx context.Context) error { return fleet.Run(ctx, cs) })
 	if err := c.Create(ctx, workload.DeepCopy()); err != nil {
 		tb.Fatalf("create Deployment %s: %v", workload.Name, err)
@@ -376,14 +381,16 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	})
 
 	// The gateway: the rendered route on its Gateway, the endpoint picker
-	// Service mapped to the process.
+	// Service mapped to the process. Every phase's route names the same
+	// Gateway: the first phase creates it, and each phase serves it with a
+	// router of its own.
 	gw := &gatewayv1.Gateway{}
 	ref := route.Spec.ParentRefs[0]
 	gw.Namespace, gw.Name = string(*ref.Namespace), string(ref.Name)
 	gw.Spec = gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType,
 		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptrTo(gatewayv1.NamespacesFromAll)}}}}}
 	testenv.EnsureNamespace(tb, c, gw.Namespace)
-	if err := c.Create(ctx, gw); err != nil {
+	if err := c.Create(ctx, gw.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		tb.Fatal(err)
 	}
 	// The gateway reads its configuration through informers, as a gateway

@@ -4,7 +4,9 @@
 //   - Main is a test package's TestMain: it starts a control plane
 //     (test/controlplane) for the package and stops it at the end. It also
 //     registers -update (internal/golden) for every package that uses it.
-//     StartControlPlane starts one for a single test.
+//     StartControlPlane starts one for a single test. Shared is a control
+//     plane, and test/kwokcluster's cluster on it, that the first test that
+//     needs them starts and the package's tests share (MainShared).
 //   - NewNamespace and EnsureNamespace make the namespaces tests work in.
 //   - Eventually and Within poll a check until it passes, and stop with the
 //     test's context.
