@@ -715,7 +715,7 @@ func (d *demo) startDataPlane(ctx context.Context) error {
 	d.say("Gateways: the test gateway listens for each at a loopback address of its own (from %s), writes it to the Gateway's status, and reports on routes and pools what it observes", gateway.DefaultFirstAddress)
 	d.say("  %s/%s serves v1alpha2 InferencePools only (annotation %s), as a gateway from before GIE v1 does: the routes stay dual", systemNamespace, ingressGateway, gateway.PoolGroupsAnnotation)
 	d.say("model servers: test/modelserver answers at each Running workload pod's IP (kwok's, from %s, a range no other cluster on this machine holds) and port, as the pod", d.podCIDR)
-	d.say("endpoint pickers: GIE's epp, a process per Running endpoint picker pod, with the pod's arguments (its configuration adapted, its ports free ones), as the pod's ServiceAccount, over TLS with the controller's certificate; logs in %s", d.rel(d.pickersDir()))
+	d.say("endpoint pickers: GIE's epp, a process per Running endpoint picker pod, with the pod's arguments (its configuration adapted, its ports claimed for it from %d-%d, which the kernel never hands out), as the pod's ServiceAccount, over TLS with the controller's certificate; logs in %s", hostlock.FirstPort, hostlock.LastPort, d.rel(d.pickersDir()))
 	d.say("log: %s", d.rel(logPath))
 	return nil
 }

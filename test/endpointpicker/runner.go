@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,13 +30,14 @@ var PodSelector = labels.SelectorFromSet(labels.Set{"app.kubernetes.io/component
 
 // Runner plays the kubelet for endpoint picker pods whose nodes run no
 // container (kwok's): for each Running one it runs GIE's endpoint picker as
-// a local process with the pod's container arguments, changed only where
-// one machine needs it (Adapt's configuration, free listen ports, the
-// certificate folder), as the pod's ServiceAccount (a TokenRequest token,
-// so the rendered RBAC is all it may do), with the certificate of the
-// Secret the pod mounts at its --cert-path. A pod whose configuration GIE's
-// endpoint picker cannot run gets no process: EndpointPicker then fails, and
-// the pool's failureMode decides.
+// a local process (Start) with the pod's container arguments, changed
+// only where one machine needs it (Adapt's configuration, listen ports
+// claimed for it, the certificate folder), as the pod's ServiceAccount (a
+// TokenRequest token, so the rendered RBAC is all it may do), with the
+// certificate of the Secret the pod mounts at its --cert-path. A pod whose
+// configuration GIE's endpoint picker cannot run gets no process:
+// EndpointPicker then fails, and the pool's failureMode decides; so it
+// does until the process listens at its gRPC port.
 type Runner struct {
 	binary, dir string
 	cfg         *rest.Config
@@ -56,13 +54,12 @@ type eppProcess struct {
 	namespace, pod string
 	labels         labels.Set
 	uid            string
-	// addr is the gRPC (ext_proc) address; empty when none runs, and
-	// unrunnable says why.
-	addr       string
+	// proc is the process; nil when none runs, and unrunnable says why.
+	proc       *Process
 	useTLS     bool
 	unrunnable string
-	cmd        *exec.Cmd
-	done       chan struct{}
+	// serving is closed once proc listens at its gRPC port (Serving).
+	serving chan struct{}
 }
 
 // QuietPoolMetrics is appended to every endpoint picker's flags. GIE
@@ -148,23 +145,17 @@ func (r *Runner) stop(key string) {
 	p := r.procs[key]
 	delete(r.procs, key)
 	r.mu.Unlock()
-	if p == nil || p.cmd == nil {
+	if p == nil || p.proc == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.proc.Stop()
 	r.logf("pod %s: endpoint picker stopped", key)
 }
 
 // start runs the endpoint picker of a Running pod.
 func (r *Runner) start(ctx context.Context, pod *corev1.Pod) (*eppProcess, error) {
 	key := pod.Namespace + "/" + pod.Name
-	p := &eppProcess{namespace: pod.Namespace, pod: pod.Name, labels: labels.Set(pod.Labels), uid: string(pod.UID), done: make(chan struct{})}
+	p := &eppProcess{namespace: pod.Namespace, pod: pod.Name, labels: labels.Set(pod.Labels), uid: string(pod.UID), serving: make(chan struct{})}
 	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return slices.Contains(c.Args, "--pool-name") })
 	if i < 0 {
 		return nil, errors.New("no container runs an endpoint picker (no --pool-name argument)")
@@ -174,23 +165,12 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) (*eppProcess, error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("endpoint picker: %w", err)
 	}
-	ports := map[string]int{}
-	for _, flag := range []string{"--grpc-port", "--grpc-health-port", "--metrics-port"} {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[flag] = port
-	}
 	args := slices.Clone(c.Args)
 	p.useTLS = true
 	for j := 0; j < len(args); j++ {
 		switch {
 		case args[j] == "--secure-serving=false":
 			p.useTLS = false
-		case j+1 < len(args) && (args[j] == "--grpc-port" || args[j] == "--grpc-health-port" || args[j] == "--metrics-port"):
-			args[j+1] = strconv.Itoa(ports[args[j]])
-			delete(ports, args[j])
 		case j+1 < len(args) && args[j] == "--cert-path":
 			certs := filepath.Join(dir, "certs")
 			if err := r.writeMounted(ctx, pod, c, args[j+1], certs); err != nil {
@@ -212,13 +192,6 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) (*eppProcess, error
 			return nil, errors.New("endpoint picker: --config-file is not supported by the runner (only --config-text)")
 		}
 	}
-	for _, flag := range []string{"--grpc-port", "--grpc-health-port", "--metrics-port"} {
-		if port, ok := ports[flag]; ok {
-			args = append(args, flag, strconv.Itoa(port))
-		}
-	}
-	args = append(args, QuietPoolMetrics...)
-	grpcPort := args[slices.Index(args, "--grpc-port")+1]
 	kubeconfig, err := r.kubeconfig(ctx, pod, dir)
 	if err != nil {
 		return nil, err
@@ -228,27 +201,27 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) (*eppProcess, error
 	if err != nil {
 		return nil, fmt.Errorf("endpoint picker: %w", err)
 	}
-	cmd := exec.Command(r.binary, args...) //nolint:gosec // the endpoint picker the test assets built, with the pod's arguments
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
+	if p.proc, err = Start(r.binary, args, kubeconfig, logFile); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("endpoint picker: %w", err)
+		return nil, err
 	}
-	p.cmd, p.addr = cmd, net.JoinHostPort("127.0.0.1", grpcPort)
 	go func() {
-		err := cmd.Wait()
+		// The gateway is given its address once it listens there itself.
+		if err := p.proc.Serving(ctx); err != nil {
+			r.logf("pod %s: %v; its log: %s", key, err, logPath)
+		} else {
+			close(p.serving)
+		}
+		<-p.proc.Done()
 		logFile.Close()
-		close(p.done)
 		r.mu.Lock()
 		current := r.procs[key] == p
 		r.mu.Unlock()
 		if current {
-			r.logf("pod %s: endpoint picker exited: %v; its log: %s", key, err, logPath)
+			r.logf("pod %s: endpoint picker exited: %v; its log: %s", key, p.proc.Err(), logPath)
 		}
 	}()
-	r.logf("pod %s: endpoint picker pid %d serves ext_proc at %s (TLS %t) as ServiceAccount %s, log %s", key, cmd.Process.Pid, p.addr, p.useTLS, pod.Spec.ServiceAccountName, logPath)
+	r.logf("pod %s: endpoint picker pid %d serves ext_proc at %s (TLS %t) as ServiceAccount %s, log %s", key, p.proc.Pid(), p.proc.Addr, p.useTLS, pod.Spec.ServiceAccountName, logPath)
 	return p, nil
 }
 
@@ -326,24 +299,21 @@ func (r *Runner) EndpointPicker(ctx context.Context, namespace, service string, 
 		if p.namespace != namespace || !sel.Matches(p.labels) {
 			continue
 		}
-		if p.addr != "" {
-			return p.addr, p.useTLS, nil
+		if p.proc == nil {
+			why = append(why, fmt.Sprintf("pod %s: %s", p.pod, p.unrunnable))
+			continue
 		}
-		why = append(why, fmt.Sprintf("pod %s: %s", p.pod, p.unrunnable))
+		select {
+		case <-p.serving:
+			return p.proc.Addr, p.useTLS, nil
+		default:
+			why = append(why, fmt.Sprintf("pod %s: its endpoint picker does not listen at %s (yet)", p.pod, p.proc.Addr))
+		}
 	}
 	if len(why) == 0 {
 		return "", false, fmt.Errorf("endpoint picker Service %s/%s: no Running pod", namespace, service)
 	}
 	return "", false, fmt.Errorf("endpoint picker Service %s/%s: no endpoint picker runs (%s)", namespace, service, strings.Join(why, "; "))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", ":0") // the endpoint picker binds every address
-	if err != nil {
-		return 0, fmt.Errorf("endpoint picker: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -321,9 +319,9 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 		tb.Fatalf("kwok gave both pods %v the IP %s", podNames, podIPs[0])
 	}
 
-	// The endpoint picker: the rendered args, its listen ports and
-	// certificate folder changed, its configuration adapted, as the
-	// rendered ServiceAccount.
+	// The endpoint picker: the rendered args, its listen ports (claimed
+	// for it: endpointpicker.Start) and certificate folder changed, its
+	// configuration adapted, as the rendered ServiceAccount.
 	main := scheduler.Spec.Template.Spec.Containers[0]
 	certDir := tb.TempDir()
 	for name, data := range map[string][]byte{"tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM} {
@@ -331,14 +329,9 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 			tb.Fatal(err)
 		}
 	}
-	grpcPort, healthPort, metricsPort := testenv.FreePort(tb), testenv.FreePort(tb), testenv.FreePort(tb)
 	args := slices.Clone(main.Args)
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
-		case "--grpc-port":
-			args[i+1] = strconv.Itoa(grpcPort)
-		case "--grpc-health-port":
-			args[i+1] = strconv.Itoa(healthPort)
 		case "--cert-path":
 			args[i+1] = certDir
 		case "--config-text":
@@ -354,8 +347,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	}
 	// --v 4: the log (shown when the test fails) has the endpoint
 	// picker's pool and pod events: which pods it added and removed, when.
-	args = append(args, "--metrics-port", strconv.Itoa(metricsPort), "--v", "4")
-	args = append(args, endpointpicker.QuietPoolMetrics...)
+	args = append(args, "--v", "4")
 	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scheduler.Spec.Template.Spec.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
@@ -363,22 +355,23 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	}
 	kubeconfig := testenv.Kubeconfig(tb, &rest.Config{Host: cp.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cp.Config.CAData}, BearerToken: token.Status.Token}, ns)
 	log := &testenv.Buffer{}
-	eppCtx, stopEPP := context.WithCancel(context.WithoutCancel(ctx))
-	cmd := exec.CommandContext(eppCtx, epp, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
+	picker, err := endpointpicker.Start(epp, args, kubeconfig, log)
+	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		stopEPP()
-		_ = cmd.Wait()
+		picker.Stop()
 		if tb.Failed() || testing.Verbose() {
-			tb.Logf("endpoint picker %s, log:\n%s", strings.Join(args, " "), log.String())
+			tb.Logf("endpoint picker %s, log:\n%s", strings.Join(picker.Args, " "), log.String())
 		}
 	})
+	// The gateway asks the endpoint picker at its address only once it is
+	// this process that listens there.
+	servingCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := picker.Serving(servingCtx); err != nil {
+		tb.Fatal(err)
+	}
 
 	// The gateway: the rendered route on its Gateway, the endpoint picker
 	// Service mapped to the process. Every phase's route names the same
@@ -407,7 +400,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	}
 	gwLog := &testenv.Buffer{}
 	gwOpts := gateway.Options{Log: gwLog, EndpointPicker: func(context.Context, string, string, int32) (string, bool, error) {
-		return net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), true, nil
+		return picker.Addr, true, nil
 	}}
 	e := &phaseEnv{c: c, ns: ns, gwLog: gwLog, log: log, svc: svc, phase: phase}
 	if o.auth {
