@@ -42,6 +42,17 @@ if [ -n "$drift" ]; then
   echo "align them: in hack/k8s-assets, go get MODULE@VERSION with go.mod's version for each, then go mod tidy" >&2
   fail=1
 fi
+# hack/kwok-assets the same for kwok: odh-serving's versions, and hack/k8s-assets' for the modules
+# odh-serving does not use (the kubelet's API). Each line: module, the version wanted, kwok's.
+kwok=$(cd hack/kwok-assets && mods sigs.k8s.io/kwok/cmd/kwok)
+want=$( (echo "$ours"; join -v1 <(echo "$theirs") <(echo "$ours")) | sort -u)
+drift=$(join <(echo "$want") <(echo "$kwok") | awk '$2 != $3')
+if [ -n "$drift" ]; then
+  echo "hack/kwok-assets builds modules at other versions than go.mod or hack/k8s-assets (module, theirs, hack/kwok-assets'):" >&2
+  echo "$drift" >&2
+  echo "align them: in hack/kwok-assets, go get MODULE@VERSION for each (or a replace where kwok asks for more), then go mod tidy" >&2
+  fail=1
+fi
 for crd in api/crds/serving.kserve.io_*.yaml; do
   size=$(wc -c < "$crd")
   if [ "$size" -gt 262144 ]; then

@@ -31,7 +31,7 @@
 // container runs: a Running pod is a status kwok wrote. Pods request GPUs
 // as rendered, and the real scheduler places them or reports why not.
 //
-// The stages kwok plays are in stages/: kwok v0.8.0's defaults, copied
+// The stages kwok plays are in stages/: kwok v0.7.0's defaults, copied
 // unchanged, and odh-serving's faults (faults.yaml), which a test or the
 // demo triggers by naming one of ImagePullFails, CrashLoop and NeverReady
 // as a container's image.

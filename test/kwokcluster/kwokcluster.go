@@ -83,7 +83,7 @@ var Controllers = []string{
 const ClientQPS = 200
 
 var (
-	//go:embed stages/kwok-v0.8.0-default-stages.yaml
+	//go:embed stages/kwok-v0.7.0-default-stages.yaml
 	defaultStages string
 	//go:embed stages/faults.yaml
 	faultStages string
