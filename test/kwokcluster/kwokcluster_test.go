@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -320,4 +321,54 @@ func TestIntegrationFaults(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestIntegrationReadinessLabel checks stages/readiness.yaml: labelling a
+// Running pod ReadinessFails takes its Ready condition to False with the
+// kubelet's reason and message, ReadinessPasses back to True with neither
+// (as a kubelet's), and the pod keeps its phase and IP throughout: kwok's
+// pod-ready stage must not play again.
+func TestIntegrationReadinessLabel(t *testing.T) {
+	nodes.Need(t)
+	ns := namespace(t)
+	if err := cp.Client.Create(t.Context(), deployment(ns, "probe", "example.invalid/model:1", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	readyIs := func(want corev1.ConditionStatus, reason, message string) func() error {
+		return func() error {
+			ps := pods(t, ns, "probe")
+			if len(ps) != 1 {
+				return fmt.Errorf("%d pods", len(ps))
+			}
+			p := ps[0]
+			ready := condition(&p, corev1.PodReady)
+			if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || ready == nil ||
+				ready.Status != want || ready.Reason != reason || ready.Message != message {
+				return fmt.Errorf("pod %s: phase %s, IP %q, Ready %+v", p.Name, p.Status.Phase, p.Status.PodIP, ready)
+			}
+			if ip == "" {
+				ip = p.Status.PodIP
+			} else if p.Status.PodIP != ip {
+				return fmt.Errorf("pod %s: IP %s, was %s", p.Name, p.Status.PodIP, ip)
+			}
+			return nil
+		}
+	}
+	label := func(value string) {
+		t.Helper()
+		ps := pods(t, ns, "probe")
+		if len(ps) != 1 {
+			t.Fatalf("%d pods", len(ps))
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, kwokcluster.ReadinessLabel, value)
+		if err := cp.Client.Patch(t.Context(), &ps[0], client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Within(t, time.Minute, "the pod Running and Ready", readyIs(corev1.ConditionTrue, "", ""))
+	label(kwokcluster.ReadinessFails)
+	testenv.Within(t, time.Minute, "the pod not Ready, its probe failing", readyIs(corev1.ConditionFalse, "ContainersNotReady", "containers with unready status: [main]"))
+	label(kwokcluster.ReadinessPasses)
+	testenv.Within(t, time.Minute, "the pod Ready again", readyIs(corev1.ConditionTrue, "", ""))
 }
