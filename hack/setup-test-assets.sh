@@ -42,7 +42,9 @@ KWOK_VERSION=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" { print $3; exit
 KWOK_SUMS=$(cat "$ROOT/hack/kwok-assets/go.mod" "$ROOT/hack/kwok-assets/go.sum" | sha256sum | cut -c1-12)
 MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
 SUMS=$(cat "$ROOT/hack/k8s-assets/go.mod" "$ROOT/hack/k8s-assets/go.sum" | sha256sum | cut -c1-12)
-OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$SUMS}
+# The folder is named for both nested modules: worktrees that pin another kwok (whose stages differ
+# between versions) build theirs in a folder of their own instead of replacing each other's.
+OUT=${TEST_ASSETS_DIR:-$ROOT/bin/k8s-$K8S_VERSION-$(echo "$SUMS $KWOK_SUMS" | sha256sum | cut -c1-12)}
 LOG=$ROOT/bin/test-assets.log
 GOVER=$(go env GOVERSION)
 # Every build here is static and path-free, as make's are (the Makefile exports CGO_ENABLED=0 and
