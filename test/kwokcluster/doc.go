@@ -46,6 +46,10 @@
 // other's requests. The API server rejects loopback addresses in
 // EndpointSlices, so the EndpointSlice controller cannot publish these
 // pods: a Service here has no endpoints, and no test may depend on them.
+// kwok (v0.7.0 as v0.8.0) makes its pool of pod IPs at the first pod it
+// plays, with nothing ordering two first pods played at once: both can get
+// the pool's first IP. So Start (Wait) has kwok run one pod alone before
+// it returns.
 //
 // Use:
 //

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -291,9 +292,10 @@ func (c *Cluster) run(p Process) error {
 }
 
 // Wait polls, until ctx ends, until the cluster works: every node is
-// Ready, the scheduler's /readyz answers on schedulerPort and
+// Ready, the scheduler's /readyz answers on schedulerPort,
 // kube-controller-manager has made a new namespace's default
-// ServiceAccount. alive, if not nil, is asked each round and ends the wait
+// ServiceAccount, and kwok has run a pod, alone, at an IP of its own
+// (firstPod). alive, if not nil, is asked each round and ends the wait
 // with its error (a process that exited).
 func Wait(ctx context.Context, cl client.Client, nodes []Node, schedulerPort int, alive func() error) error {
 	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kwokcluster-probe-"}}
@@ -332,9 +334,57 @@ func Wait(ctx context.Context, cl client.Client, nodes []Node, schedulerPort int
 		}
 		return fmt.Errorf("kwok cluster: not working in time: %w", last)
 	}
-	// The namespace controller removes it in the background.
+	if len(nodes) > 0 {
+		if err := firstPod(ctx, cl, probe.Name, nodes[0].Name, alive); err != nil {
+			return err
+		}
+	}
+	// The namespace controller removes it, and the pod, in the background.
 	if err := cl.Delete(ctx, probe); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kwok cluster: delete the probe namespace: %w", err)
+	}
+	return nil
+}
+
+// firstPod has kwok run one pod alone, on the node, in the namespace, and
+// waits until it has an IP. kwok (v0.7.0 as v0.8.0) makes its pool of pod
+// IPs for a range the first time it plays a pod of that range, and nothing
+// orders two first times (PodController.ipPool: a Load, then a Store, of a
+// sync.Map): two pods played at once on a new cluster, as a Deployment's
+// replicas are, can each make a pool and both get its first IP. Two pods
+// at one address are one model server (test/modelserver cannot listen for
+// the second), so a test that creates a Deployment first saw one pod
+// answer for both. After this pod, every pod takes its IP from the one
+// pool, under its lock.
+func firstPod(ctx context.Context, cl client.Client, namespace, node string, alive func() error) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "first-pod"},
+		Spec: corev1.PodSpec{
+			NodeName: node, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "probe", Image: "kwok.invalid/odh-serving/first-pod:v1"}},
+		},
+	}
+	if err := cl.Create(ctx, pod); err != nil {
+		return fmt.Errorf("kwok cluster: create pod %s/%s: %w", namespace, pod.Name, err)
+	}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return false, err
+			}
+		}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, nil //nolint:nilerr // polled again
+		}
+		return pod.Status.PodIP != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("kwok cluster: kwok did not run pod %s/%s on node %s in time (phase %q): %w", namespace, pod.Name, node, pod.Status.Phase, err)
+	}
+	// Gone at once (kwok gives its IP back), so that no test or table of
+	// pods sees it.
+	if err := cl.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kwok cluster: delete pod %s/%s: %w", namespace, pod.Name, err)
 	}
 	return nil
 }

@@ -2,8 +2,11 @@ package kwokcluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -371,4 +374,31 @@ func TestIntegrationReadinessLabel(t *testing.T) {
 	testenv.Within(t, time.Minute, "the pod not Ready, its probe failing", readyIs(corev1.ConditionFalse, "ContainersNotReady", "containers with unready status: [main]"))
 	label(kwokcluster.ReadinessPasses)
 	testenv.Within(t, time.Minute, "the pod Ready again", readyIs(corev1.ConditionTrue, "", ""))
+}
+
+// TestIntegrationFirstPodAlone: the first pod kwok plays is Start's own,
+// alone. kwok (v0.7.0 as v0.8.0) makes its pool of pod IPs the first time
+// it plays a pod of the range, and two pods played at once then can each
+// make a pool and both get its first IP (shown with 250 new pools, one per
+// node's podCIDR, of 4 pods bound before kwok v0.8.0 started: "IP
+// 127.77.135.1 given to [p135-0 p135-1]"). A test's first Deployment
+// would be those two pods.
+func TestIntegrationFirstPodAlone(t *testing.T) {
+	cluster := nodes.Need(t)
+	log, err := os.ReadFile(filepath.Join(cluster.Dir, "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kwok logs JSON: {"msg":"Patch pod","pod":"namespace/name",...}.
+	var first string
+	for line := range strings.Lines(string(log)) {
+		var entry struct{ Msg, Pod string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "Patch pod" {
+			first = entry.Pod
+			break
+		}
+	}
+	if ns, name, _ := strings.Cut(first, "/"); !strings.HasPrefix(ns, "kwokcluster-probe-") || name != "first-pod" {
+		t.Errorf("the first pod kwok played: %q; want Start's first-pod in its probe namespace", first)
+	}
 }
