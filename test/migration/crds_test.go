@@ -1,6 +1,7 @@
 package migrationtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -30,13 +31,14 @@ const (
 	objectivesCRD = "inferenceobjectives.inference.networking.x-k8s.io"
 )
 
-// TestCRDLifecycle walks the GIE CRDs through a control plane that starts
-// without them: apply, apply again with no write, the bundle-version gate
-// both ways, `crds status`, and `crds remove` refusing while custom
-// resources are left and succeeding once they are gone. Steps share the
-// cluster, so they run in order.
+// TestCRDLifecycle walks the GIE CRDs through a control plane that has
+// none of them (the package's, emptied of them by withoutGIE): apply, apply
+// again with no write, the bundle-version gate both ways, `crds status`,
+// and `crds remove` refusing while custom resources are left and
+// succeeding once they are gone. Steps share the cluster, so they run in
+// order.
 func TestCRDLifecycle(t *testing.T) {
-	bare := testenv.StartControlPlane(t, controlplane.Options{CRDs: []string{crds.Serving, crds.GatewayAPI}})
+	bare := withoutGIE(t)
 	ctx := t.Context()
 	c, w := testenv.RecordingClient(t, bare.Config, bare.Scheme)
 
@@ -227,6 +229,73 @@ func TestCRDLifecycle(t *testing.T) {
 	})
 }
 
+// withoutGIE makes the package's control plane what TestCRDLifecycle
+// starts from, a cluster before odh-serving installed anything: no GIE CRD,
+// and the serving CRDs with no custom resource and no field manager but
+// their creator's. It deletes the serving and GIE CRDs (and with them the
+// other tests' services and pools) and recreates the serving ones as they
+// were. When the test ends it deletes what the test left of these CRDs and
+// puts every one back as it was, for the package's other tests. A control
+// plane of the test's own would cost a kube-apiserver start (about 7 s of
+// CPU).
+func withoutGIE(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	serving, err := crds.Load(crds.Serving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gie, err := crds.Load(crds.GIE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []*apiextensionsv1.CustomResourceDefinition
+	for _, want := range append(serving, gie...) {
+		live := &apiextensionsv1.CustomResourceDefinition{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: want.Name}, live); err != nil {
+			t.Fatalf("get CRD %s: %v", want.Name, err)
+		}
+		// As created: envtest's conversion webhook in the spec, no status.
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: live.Name, Labels: live.Labels, Annotations: live.Annotations},
+			Spec:       live.Spec,
+		}
+		saved = append(saved, crd)
+	}
+	deleteCRDs := func(names ...string) {
+		for _, name := range names {
+			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := cp.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatalf("delete CRD %s: %v", name, err)
+			}
+		}
+		for _, name := range names {
+			waitGone(t, cp.Client, name)
+		}
+	}
+	createCRDs := func(defs []*apiextensionsv1.CustomResourceDefinition) {
+		for _, crd := range defs {
+			if err := cp.Client.Create(ctx, crd.DeepCopy()); err != nil {
+				t.Fatalf("create CRD %s: %v", crd.Name, err)
+			}
+		}
+		for _, crd := range defs {
+			waitEstablished(t, cp.Client, crd.Name)
+		}
+	}
+	names := make([]string, len(saved))
+	for i, crd := range saved {
+		names[i] = crd.Name
+	}
+	t.Cleanup(func() {
+		deleteCRDs(names...)
+		createCRDs(saved)
+	})
+	deleteCRDs(names...)
+	createCRDs(saved[:len(serving)])
+	return cp
+}
+
 // status is the output of `odh-serving crds status`.
 func status(t *testing.T, on *controlplane.ControlPlane) string {
 	t.Helper()
@@ -317,7 +386,7 @@ func waitEstablished(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	testenv.Eventually(t, "CRD "+name+" established", func() error {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, crd); err != nil {
+		if err := c.Get(context.WithoutCancel(t.Context()), client.ObjectKey{Name: name}, crd); err != nil {
 			return err
 		}
 		for _, cond := range crd.Status.Conditions {
@@ -332,7 +401,7 @@ func waitEstablished(t *testing.T, c client.Client, name string) {
 func waitGone(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	testenv.Eventually(t, "CRD "+name+" deleted", func() error {
-		err := c.Get(t.Context(), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+		err := c.Get(context.WithoutCancel(t.Context()), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
