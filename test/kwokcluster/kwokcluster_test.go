@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -33,7 +34,12 @@ var (
 
 func init() { testenv.InitLogger() }
 
-func TestMain(m *testing.M) { testenv.MainWithCluster(m, &cp, &nodes) }
+// TestMain installs the LeaderWorkerSet CRD alone: the tests use core kinds
+// and LeaderWorkerSets only, and every other CRD would cost the API server
+// CPU to install.
+func TestMain(m *testing.M) {
+	testenv.MainWith(m, &cp, controlplane.Options{CRDs: []string{crds.LWS}}, &nodes)
+}
 
 // deployment is a Deployment of replicas pods of one container with image,
 // asking for gpus GPUs each.

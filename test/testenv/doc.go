@@ -4,6 +4,8 @@
 //   - Main is a test package's TestMain: it starts a control plane
 //     (test/controlplane) for the package and stops it at the end. It also
 //     registers -update (internal/golden) for every package that uses it.
+//     MainWith is Main with the control plane's options, such as the few
+//     CRD sets a package's tests use.
 //     StartControlPlane starts one for a single test. Shared is a control
 //     plane, and test/kwokcluster's cluster on it, that the first test that
 //     needs them starts and the package's tests share (MainShared).

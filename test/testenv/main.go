@@ -62,7 +62,18 @@ func UseTestGOGC() {
 //
 //	func TestMain(m *testing.M) { testenv.Main(m, &cp) }
 func Main(m *testing.M, cp **controlplane.ControlPlane) {
-	os.Exit(run(m, cp, nil))
+	os.Exit(run(m, cp, controlplane.Options{}, nil))
+}
+
+// MainWith is Main, and MainWithCluster when cluster is not nil, with the
+// control plane's options: a package whose tests use few of the CRDs
+// names them in o.CRDs, since installing the others costs kube-apiserver
+// CPU (about 6 s for all of AllCRDs).
+func MainWith(m *testing.M, cp **controlplane.ControlPlane, o controlplane.Options, cluster *Cluster) {
+	if cluster != nil {
+		cluster.cp = cp
+	}
+	os.Exit(run(m, cp, o, cluster))
 }
 
 // MainWithCluster is Main for a package whose tests need the cluster's
@@ -74,8 +85,7 @@ func Main(m *testing.M, cp **controlplane.ControlPlane) {
 // KUBEBUILDER_ASSETS must hold those binaries too
 // (`hack/setup-test-assets.sh test`).
 func MainWithCluster(m *testing.M, cp **controlplane.ControlPlane, cluster *Cluster) {
-	cluster.cp = cp
-	os.Exit(run(m, cp, cluster))
+	MainWith(m, cp, controlplane.Options{}, cluster)
 }
 
 // Cluster is test/kwokcluster on a package's control plane, started once,
@@ -112,8 +122,8 @@ func (c *Cluster) stop() error {
 	return c.c.Stop()
 }
 
-func run(m *testing.M, cp **controlplane.ControlPlane, cluster *Cluster) int {
-	started, err := controlplane.Start()
+func run(m *testing.M, cp **controlplane.ControlPlane, o controlplane.Options, cluster *Cluster) int {
+	started, err := controlplane.StartWith(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
