@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/opendatahub-io/odh-serving/api/crds"
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
 	"github.com/opendatahub-io/odh-serving/engine/tier"
 	"github.com/opendatahub-io/odh-serving/internal/apiserver"
@@ -102,7 +103,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	started, err := controlplane.StartWith(controlplane.Options{APIServerFlags: flags})
+	// The serving CRDs alone: the api-server reads LLMInferenceServices and
+	// ConfigMaps, and every other CRD would cost the API server CPU to
+	// install.
+	started, err := controlplane.StartWith(controlplane.Options{CRDs: []string{crds.Serving}, APIServerFlags: flags})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
