@@ -1,7 +1,8 @@
 // Package controlplane starts a real kube-apiserver and etcd (through
-// controller-runtime's envtest) with every CRD odh-serving works with and
+// controller-runtime's envtest) with every CRD odh-serving works with (or
+// the sets a package names: each costs the API server CPU to install) and
 // with odh-serving's own webhooks served in-process. Integration tests start
-// one per test package in TestMain, through test/testenv.Main.
+// one per test package in TestMain, through test/testenv.Main (MainWith).
 //
 // The binaries come from KUBEBUILDER_ASSETS, which `make test` points at the
 // build of hack/setup-test-assets.sh. A missing variable is an error, never a
