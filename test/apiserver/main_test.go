@@ -33,6 +33,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/internal/apiserver"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -84,6 +85,8 @@ type serverProcess struct {
 	servingCA []byte
 	// frontProxy is the kube-apiserver's proxy client certificate.
 	frontProxyCert, frontProxyKey []byte
+	// port is claimed for it until stop.
+	port *hostlock.Port
 }
 
 func init() { testenv.InitLogger() }
@@ -157,10 +160,14 @@ func startServer(dir, host string, proxy *certs.KeyPair) (*serverProcess, error)
 	if listen == "" {
 		listen = "127.0.0.1"
 	}
-	port, err := freePort(listen)
+	// A claimed port (test/hostlock), which the kernel never hands out: one
+	// asked of it and closed again could be handed to any process of the
+	// machine before the server bound it.
+	claimed, err := hostlock.ClaimPort()
 	if err != nil {
 		return nil, err
 	}
+	port := claimed.Number
 	ca, err := certs.NewCA("api-server-ca", time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
@@ -201,7 +208,7 @@ func startServer(dir, host string, proxy *certs.KeyPair) (*serverProcess, error)
 		return nil, err
 	}
 	s := &serverProcess{
-		logs: &testenv.Buffer{}, done: make(chan error, 1), address: net.JoinHostPort(listen, strconv.Itoa(port)),
+		logs: &testenv.Buffer{}, done: make(chan error, 1), address: net.JoinHostPort(listen, strconv.Itoa(port)), port: claimed,
 		servingCA: ca.CertPEM, frontProxyCert: proxy.CertPEM, frontProxyKey: proxy.KeyPEM,
 	}
 	s.cmd = exec.Command(bin, "api-server",
@@ -318,19 +325,19 @@ func waitDiscovered(ctx context.Context) error {
 
 func (s *serverProcess) stop() error {
 	if s.cmd.Process == nil {
-		return nil
+		return s.port.Release()
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
 		// The generic server exits 0 on SIGTERM.
 		if err != nil {
-			return fmt.Errorf("api-server: %w", err)
+			return errors.Join(fmt.Errorf("api-server: %w", err), s.port.Release())
 		}
-		return nil
+		return s.port.Release()
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
-		return errors.New("api-server did not stop within 30s of SIGTERM")
+		return errors.Join(errors.New("api-server did not stop within 30s of SIGTERM"), s.port.Release())
 	}
 }
 
@@ -350,15 +357,6 @@ func hostIP() string {
 		}
 	}
 	return ""
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // serverUser is the identity the server runs as.

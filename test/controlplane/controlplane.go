@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +21,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 )
 
 // ServiceCIDR is wider than envtest's default /24, which runs out at about
@@ -41,6 +45,9 @@ type ControlPlane struct {
 	// certDir is the API server's certificate directory of a Restartable
 	// control plane; Stop removes it.
 	certDir string
+	// ports are etcd's, kube-apiserver's and the webhook server's,
+	// claimed until Stop.
+	ports Ports
 }
 
 // NewScheme returns a scheme with every kind the tests use: the
@@ -107,6 +114,17 @@ func StartWith(o Options) (*ControlPlane, error) {
 		},
 		ErrorIfCRDPathMissing: true,
 	}
+	ports, err := ClaimPorts(env)
+	if err != nil {
+		return nil, err
+	}
+	// The webhook server, in this process, listens at a claimed port too.
+	webhookPort, err := claim(1)
+	if err != nil {
+		return nil, errors.Join(err, ports.Release())
+	}
+	ports = append(ports, webhookPort...)
+	env.WebhookInstallOptions.LocalServingHost, env.WebhookInstallOptions.LocalServingPort = localhost, webhookPort[0].Number
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	for name, value := range o.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
@@ -116,7 +134,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 		// envtest makes new certificates on every start in a directory it
 		// allocates; in a directory of ours it keeps the first ones.
 		if certDir, err = os.MkdirTemp("", "odh-serving-apiserver-"); err != nil {
-			return nil, fmt.Errorf("make the API server's certificate directory: %w", err)
+			return nil, errors.Join(fmt.Errorf("make the API server's certificate directory: %w", err), ports.Release())
 		}
 		env.ControlPlane.GetAPIServer().CertDir = certDir
 		// With watches open, a graceful stop takes long; after this long
@@ -129,9 +147,9 @@ func StartWith(o Options) (*ControlPlane, error) {
 		return err
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd: %w", err), removeDir(certDir))
+		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd (%s): %w", ports, err), removeDir(certDir), ports.Release())
 	}
-	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1), certDir: certDir}
+	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1), certDir: certDir, ports: ports}
 	if err := cp.startWebhooks(); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
@@ -196,7 +214,74 @@ func (cp *ControlPlane) Stop() error {
 	if err := cp.env.Stop(); err != nil {
 		errs = append(errs, fmt.Errorf("stop control plane: %w", err))
 	}
-	errs = append(errs, removeDir(cp.certDir))
+	errs = append(errs, removeDir(cp.certDir), cp.ports.Release())
+	cp.ports = nil
+	return errors.Join(errs...)
+}
+
+// Ports are TCP ports claimed for a control plane's processes
+// (hostlock.ClaimPort), on 127.0.0.1: etcd's client and peer ports,
+// kube-apiserver's secure port and, for Start's, the webhook server's.
+type Ports []*hostlock.Port
+
+// ClaimPorts claims etcd's client and peer ports and kube-apiserver's
+// secure port and sets them in env (its Etcd made if nil). envtest would
+// ask the kernel for ports and close them again, remembering them only
+// among envtest's own users, so that any process of the machine (a kwok
+// cluster's scheduler, a test's server, a client's outgoing connection)
+// could be handed one before etcd or kube-apiserver bound it, which then
+// exited; and a stopped API server's port was anyone's until it started
+// again. Claimed ports are never handed out by the kernel. Release them
+// once the processes have stopped.
+func ClaimPorts(env *envtest.Environment) (Ports, error) {
+	ports, err := claim(3)
+	if err != nil {
+		return nil, err
+	}
+	if env.ControlPlane.Etcd == nil {
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+	}
+	env.ControlPlane.Etcd.URL = &url.URL{Scheme: "http", Host: ports.addr(0)}
+	env.ControlPlane.Etcd.Configure().Set("listen-peer-urls", "http://"+ports.addr(1))
+	api := env.ControlPlane.GetAPIServer()
+	api.Address, api.Port = localhost, strconv.Itoa(ports[2].Number) // its SecureServing's
+	return ports, nil
+}
+
+// claim claims n ports, all or none.
+func claim(n int) (Ports, error) {
+	var ports Ports
+	for range n {
+		p, err := hostlock.ClaimPort()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("control plane: %w", err), ports.Release())
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+const localhost = "127.0.0.1"
+
+func (ports Ports) addr(i int) string {
+	return net.JoinHostPort(localhost, strconv.Itoa(ports[i].Number))
+}
+
+// String names the ports, for an error of the processes'.
+func (ports Ports) String() string {
+	var what []string
+	for i, name := range []string{"etcd", "etcd's peers", "kube-apiserver", "webhooks"}[:len(ports)] {
+		what = append(what, name+" at "+ports.addr(i))
+	}
+	return strings.Join(what, ", ")
+}
+
+// Release gives the ports up.
+func (ports Ports) Release() error {
+	var errs []error
+	for _, p := range ports {
+		errs = append(errs, p.Release())
+	}
 	return errors.Join(errs...)
 }
 

@@ -44,7 +44,7 @@ func claimPort(dir, rangeFile string) (*Port, error) {
 		return nil, err
 	}
 	for n := FirstPort; n <= LastPort; n++ {
-		l, err := Try(dir, "port-"+strconv.Itoa(n))
+		l, err := Try(dir, PortName(n))
 		if errors.Is(err, ErrHeld) {
 			continue
 		}
@@ -91,6 +91,15 @@ func outsideEphemeralRange(rangeFile string) error {
 	}
 	return nil
 }
+
+// PortName is the name ClaimPort claims port n by (Try it to see whether
+// a process holds it).
+func PortName(n int) string { return "port-" + strconv.Itoa(n) }
+
+// File is the open lock file, for the child that binds the port to
+// inherit (exec.Cmd.ExtraFiles), so that it holds the claim as long as it
+// lives, after this process too (the demo's kept processes).
+func (p *Port) File() *os.File { return p.lock.File() }
 
 // Release gives the port up; a nil Port does nothing.
 func (p *Port) Release() error {

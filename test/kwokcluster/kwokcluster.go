@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/localcluster"
 )
 
@@ -177,10 +177,16 @@ type Cluster struct {
 	// on this machine holds while this one runs (ClaimPodRange).
 	PodCIDR string
 
+	// Ports are the TCP ports the processes listen at on 127.0.0.1 (the
+	// scheduler's, and the LWS operator's webhook server's when it runs),
+	// claimed for them (ClaimPort) until Stop.
+	Ports []int
+
 	procs   []*exec.Cmd
 	exited  []chan error
 	tempDir bool
 	pods    *PodRange
+	ports   []*hostlock.Port
 	// cl is set once the LWS operator's webhooks may be installed: Stop
 	// removes them.
 	cl client.Client
@@ -223,7 +229,7 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 	if err := CreateNodes(ctx, cl, o.Nodes); err != nil {
 		return nil, errors.Join(fmt.Errorf("kwok cluster: %w", err), c.Stop())
 	}
-	port, err := freePort()
+	port, err := c.claimPort()
 	if err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
@@ -254,7 +260,7 @@ func Start(cfg *rest.Config, o Options) (*Cluster, error) {
 // startLWS runs the LeaderWorkerSet operator, installs its webhooks and
 // waits until the API server reaches them.
 func (c *Cluster) startLWS(ctx context.Context, cfg *rest.Config, cl client.Client, assetsDir string) error {
-	port, err := freePort()
+	port, err := c.claimPort()
 	if err != nil {
 		return err
 	}
@@ -437,13 +443,20 @@ func get(ctx context.Context, c *http.Client, url string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// claimPort claims a TCP port for a process of the cluster to listen at,
+// among this machine's processes (hostlock.ClaimPort), until Stop. It is
+// from a range the kernel never hands out: a port asked of the kernel and
+// closed again, as these were before, could be handed to any process of
+// the machine (another test package's etcd, kube-apiserver or client)
+// before the process bound it; the process then exited ("bind: address
+// already in use") and the cluster did not start.
+func (c *Cluster) claimPort() (int, error) {
+	p, err := hostlock.ClaimPort()
 	if err != nil {
-		return 0, fmt.Errorf("kwok cluster: find a free port: %w", err)
+		return 0, fmt.Errorf("kwok cluster: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	c.ports, c.Ports = append(c.ports, p), append(c.Ports, p.Number)
+	return p.Number, nil
 }
 
 // PIDs are the processes' ids: kube-scheduler's, kube-controller-manager's,
@@ -459,7 +472,7 @@ func (c *Cluster) PIDs() []int {
 
 // Stop removes the LWS operator's webhook configurations, ends the
 // processes (SIGTERM, then SIGKILL after 5 s), gives up the pod range and
-// removes a temporary folder. The nodes stay registered; the API server
+// the ports and removes a temporary folder. The nodes stay registered; the API server
 // usually goes next.
 func (c *Cluster) Stop() error {
 	var errs []error
@@ -485,6 +498,10 @@ func (c *Cluster) Stop() error {
 	c.procs, c.exited = nil, nil
 	errs = append(errs, c.pods.Release())
 	c.pods = nil
+	for _, p := range c.ports {
+		errs = append(errs, p.Release())
+	}
+	c.ports, c.Ports = nil, nil
 	if c.tempDir {
 		errs = append(errs, os.RemoveAll(c.Dir))
 	}

@@ -3,6 +3,7 @@ package kwokcluster_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/test/controlplane"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/kwokcluster"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
@@ -406,5 +408,25 @@ func TestIntegrationFirstPodAlone(t *testing.T) {
 	}
 	if ns, name, _ := strings.Cut(first, "/"); !strings.HasPrefix(ns, "kwokcluster-probe-") || name != "first-pod" {
 		t.Errorf("the first pod kwok played: %q; want Start's first-pod in its probe namespace", first)
+	}
+}
+
+// kube-scheduler and the LWS operator listen at ports claimed for them
+// (hostlock.ClaimPort), from the range the kernel never hands out, held
+// while the cluster runs: a port asked of the kernel and closed again
+// could be handed to any process of the machine before they bound it.
+func TestIntegrationPortsClaimed(t *testing.T) {
+	cluster := nodes.Need(t)
+	if len(cluster.Ports) != 2 {
+		t.Fatalf("ports %v, want the scheduler's and the LWS operator's", cluster.Ports)
+	}
+	for _, n := range cluster.Ports {
+		if n < hostlock.FirstPort || n > hostlock.LastPort {
+			t.Errorf("port %d, want a claimed port, from %d to %d", n, hostlock.FirstPort, hostlock.LastPort)
+			continue
+		}
+		if _, err := hostlock.Try(hostlock.Dir(), hostlock.PortName(n)); !errors.Is(err, hostlock.ErrHeld) {
+			t.Errorf("another claim of port %d: %v, want ErrHeld", n, err)
+		}
 	}
 }

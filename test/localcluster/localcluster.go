@@ -83,6 +83,9 @@ type Cluster struct {
 
 	env   *envtest.Environment
 	files []*os.File
+	// ports are etcd's and kube-apiserver's, claimed until Stop
+	// (controlplane.ClaimPorts).
+	ports controlplane.Ports
 }
 
 // Start starts etcd and kube-apiserver on loopback with an empty etcd, and
@@ -136,8 +139,11 @@ func Start(opts Options) (*Cluster, error) {
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	if c.ports, err = controlplane.ClaimPorts(c.env); err != nil {
+		return nil, errors.Join(fmt.Errorf("local cluster: %w", err), c.closeLogs())
+	}
 	if _, err := c.env.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("local cluster: start etcd and kube-apiserver (logs in %s): %w", opts.Dir, err), c.closeLogs())
+		return nil, errors.Join(fmt.Errorf("local cluster: start etcd and kube-apiserver (%s; logs in %s): %w", c.ports, opts.Dir, err), c.closeLogs(), c.ports.Release())
 	}
 	admin, err := c.env.AddUser(envtest.User{Name: "odh-serving-local-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -177,7 +183,7 @@ func (c *Cluster) EtcdURL() string { return c.env.ControlPlane.Etcd.URL.String()
 // Stop stops the API server and etcd, and removes the etcd data, the
 // certificates and the kubeconfig (which would name a dead server).
 func (c *Cluster) Stop() error {
-	errs := []error{c.env.Stop(), c.closeLogs()}
+	errs := []error{c.env.Stop(), c.closeLogs(), c.ports.Release()}
 	for _, p := range []string{etcdDir, pkiDir, KubeconfigFile} {
 		errs = append(errs, os.RemoveAll(filepath.Join(c.Dir, p)))
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/internal/golden"
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -126,15 +127,22 @@ func podIP() string {
 	return fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(256), 1+rand.IntN(254))
 }
 
-// freePort is a port free on ip now.
-func freePort(t *testing.T, ip string) int32 {
+// freePort is a port claimed for the test until it ends (test/hostlock),
+// free on every address, a pod's IP's too: a port asked of the kernel and
+// closed again could be handed to any process of the machine before the
+// fleet listened at it.
+func freePort(t *testing.T) int32 {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	p, err := hostlock.ClaimPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return int32(ln.Addr().(*net.TCPAddr).Port)
+	t.Cleanup(func() {
+		if err := p.Release(); err != nil {
+			t.Error(err)
+		}
+	})
+	return int32(p.Number) //nolint:gosec // a port fits
 }
 
 func simPod(ip string, port int32, args ...string) *corev1.Pod {
@@ -193,7 +201,7 @@ func do(t *testing.T, c *http.Client, method, url string, body io.Reader) reply 
 // TestFleetServesAPod feeds a Running pod and calls every endpoint.
 func TestFleetServesAPod(t *testing.T) {
 	ip := podIP()
-	port := freePort(t, ip)
+	port := freePort(t)
 	fleet := NewFleet(noSecrets, Options{ResponseTime: time.Millisecond})
 	t.Cleanup(fleet.Close)
 	pod := simPod(ip, port)
@@ -339,7 +347,7 @@ func metric(t *testing.T, c *http.Client, base, name string) (value float64, lab
 // requests go, the counts fall to 0.
 func TestMetricsMoveWithLoad(t *testing.T) {
 	ip := podIP()
-	port := freePort(t, ip)
+	port := freePort(t)
 	fleet := NewFleet(noSecrets, Options{ResponseTime: time.Hour, MaxRunning: 2})
 	t.Cleanup(fleet.Close)
 	if err := fleet.Apply(t.Context(), simPod(ip, port)); err != nil {
@@ -414,7 +422,7 @@ func TestFleetServesTLS(t *testing.T) {
 		}
 		return nil, fmt.Errorf("Secret %s/%s not found", ns, name)
 	}
-	port := freePort(t, ip)
+	port := freePort(t)
 	pod := simPod(ip, port, "--ssl-certfile=/var/run/kserve/tls/tls.crt", "--ssl-keyfile=/var/run/kserve/tls/tls.key")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls-certs", MountPath: "/var/run/kserve/tls", ReadOnly: true}}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "tls-certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "svc-kserve-self-signed-certs"}}}}
@@ -461,7 +469,7 @@ func TestRunFollowsPods(t *testing.T) {
 	cs := fake.NewClientset()
 	fleet := runFleet(t, cs, Options{ResponseTime: time.Millisecond})
 	ip := podIP()
-	pod := simPod(ip, freePort(t, ip))
+	pod := simPod(ip, freePort(t))
 	pending := pod.DeepCopy()
 	pending.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	pods := cs.CoreV1().Pods(pod.Namespace)
@@ -500,7 +508,7 @@ func TestRunServesItsNamespace(t *testing.T) {
 	cs := fake.NewClientset()
 	fleet := runFleet(t, cs, Options{ResponseTime: time.Millisecond, Namespace: "team"})
 	ip, otherIP := podIP(), podIP()
-	mine, theirs := simPod(ip, freePort(t, ip)), simPod(otherIP, freePort(t, otherIP))
+	mine, theirs := simPod(ip, freePort(t)), simPod(otherIP, freePort(t))
 	theirs.Namespace = "elsewhere"
 	for _, p := range []*corev1.Pod{theirs, mine} {
 		if _, err := cs.CoreV1().Pods(p.Namespace).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {

@@ -16,8 +16,8 @@
 //     client sends, counts its requests by verb, and can answer chosen
 //     writes with a conflict.
 //   - Start runs a controller, a server or a simulator until the test ends;
-//     FreePort finds it a port, Buffer holds its logs, InitLogger sets
-//     controller-runtime's logger (TEST_LOG=1 shows it).
+//     FreePort claims it a port (test/hostlock), Buffer holds its logs,
+//     InitLogger sets controller-runtime's logger (TEST_LOG=1 shows it).
 //   - Kubeconfig writes a kubeconfig for a rest.Config, for commands that
 //     take --kubeconfig; NewClient is a client of a rest.Config that knows
 //     the kinds it is given.

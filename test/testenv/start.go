@@ -2,9 +2,10 @@ package testenv
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
+
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 )
 
 // Start runs run in a goroutine until the test ends, for a controller, a
@@ -29,14 +30,22 @@ func Start(tb testing.TB, what string, run func(ctx context.Context) error) (sto
 	return stop
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
-// a server the test starts.
+// FreePort claims a TCP port for a server the test starts, until the
+// test ends: hostlock.ClaimPort's, from a range the kernel never hands out
+// (a port asked of the kernel and closed again could be handed to any
+// process of the machine before the server binds it), that no other
+// process of this machine claims meanwhile. The server may listen on any
+// address.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := hostlock.ClaimPort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Cleanup(func() {
+		if err := p.Release(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return p.Number
 }

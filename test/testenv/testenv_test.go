@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/opendatahub-io/odh-serving/test/hostlock"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -158,5 +159,21 @@ func TestBuildCommandCopiesBinDir(t *testing.T) {
 	err = testenv.BuildCommand(t.Context(), "odh-serving-render", filepath.Join(t.TempDir(), "odh-serving-render"))
 	if err == nil || !strings.Contains(err.Error(), "$"+testenv.BinDirEnv) {
 		t.Errorf("odh-serving-render missing from $%s: error %v, want one that names the variable", testenv.BinDirEnv, err)
+	}
+}
+
+// FreePort's port is claimed (hostlock.ClaimPort) until the test ends:
+// from the range the kernel never hands out, and refused to any other
+// claimant meanwhile.
+func TestFreePort(t *testing.T) {
+	n := testenv.FreePort(t)
+	if n < hostlock.FirstPort || n > hostlock.LastPort {
+		t.Fatalf("FreePort %d, want a claimed port, from %d to %d", n, hostlock.FirstPort, hostlock.LastPort)
+	}
+	if _, err := hostlock.Try(hostlock.Dir(), hostlock.PortName(n)); !errors.Is(err, hostlock.ErrHeld) {
+		t.Fatalf("another claim of FreePort's port %d: %v, want ErrHeld", n, err)
+	}
+	if m := testenv.FreePort(t); m == n {
+		t.Fatalf("FreePort gave port %d twice", n)
 	}
 }
