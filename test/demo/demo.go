@@ -285,10 +285,11 @@ func (d *demo) startCluster(ctx context.Context) error {
 // kube-controller-manager and kwok as detached processes (a kept
 // environment keeps them), then waits until they work.
 func (d *demo) startWorkloadHalf(ctx context.Context) error {
-	port, err := freePort()
+	schedulerPort, err := d.claimPort()
 	if err != nil {
 		return err
 	}
+	port := schedulerPort.Number
 	// Another cluster on this machine (a test package's) must not hand
 	// out the same pod IPs: the model servers listen at them.
 	pods, err := kwokcluster.ClaimPodRange()
@@ -308,9 +309,12 @@ func (d *demo) startWorkloadHalf(ctx context.Context) error {
 	var exited []<-chan error
 	for _, p := range procs {
 		var inherit []*os.File
-		if p.Name == "kwok" {
+		switch p.Name {
+		case "kwok":
 			// A kept kwok holds the range after this run ends.
 			inherit = append(inherit, pods.File())
+		case "kube-scheduler":
+			inherit = append(inherit, schedulerPort.File())
 		}
 		proc, done, err := detach.Start(p.Args, nil, p.Log, inherit...)
 		if err != nil {
@@ -464,30 +468,36 @@ func (d *demo) waitCRDsEstablished(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// freePort asks the kernel for an unused TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", ":0")
+// claimPort claims a TCP port for a process the demo starts
+// (hostlock.ClaimPort), from a range the kernel never hands out: a port
+// asked of the kernel and closed again could be handed to any process of
+// the machine before the process bound it. The demo holds it until
+// teardown; give the process Port.File to inherit (detach.Start), so that
+// a kept one holds it after the demo ends.
+func (d *demo) claimPort() (*hostlock.Port, error) {
+	p, err := hostlock.ClaimPort()
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return nil, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	d.onTeardown(p.Release)
+	return p, nil
 }
 
 // routeHere points port portName of the Service systemNamespace/service at
-// a free port of this machine, for a process the demo runs here rather than
-// in a Pod. It returns that port and this machine's address.
-func (d *demo) routeHere(ctx context.Context, service, portName string) (int, net.IP, error) {
-	port, err := freePort()
+// a port of this machine claimed for a process the demo runs here rather
+// than in a Pod (claimPort). It returns that port and this machine's
+// address.
+func (d *demo) routeHere(ctx context.Context, service, portName string) (*hostlock.Port, net.IP, error) {
+	port, err := d.claimPort()
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
-	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port)); err != nil { //nolint:gosec // a port fits
-		return 0, nil, err
+	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port.Number)); err != nil { //nolint:gosec // a port fits
+		return nil, nil, err
 	}
 	ip, err := localcluster.HostIP()
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
 	return port, ip, nil
 }
@@ -495,10 +505,12 @@ func (d *demo) routeHere(ctx context.Context, service, portName string) (int, ne
 // 4. Run the controller as a local process.
 func (d *demo) runController(ctx context.Context) error {
 	d.header("Run odh-serving controller on this machine (no kubelet runs the chart's Deployment)")
-	var err error
-	if d.healthPort, err = freePort(); err != nil {
+	health, err := d.claimPort()
+	if err != nil {
 		return err
 	}
+	d.healthPort = health.Number
+	inherit := []*os.File{health.File()}
 	args := []string{d.odh, "controller", "--kubeconfig", d.kubeconfig, "--system-namespace", systemNamespace,
 		"--leader-elect=false", "--metrics-bind-address", ":0", "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(d.healthPort)}
 	if d.webhooks {
@@ -506,14 +518,15 @@ func (d *demo) runController(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.say("EndpointSlice %s-localhost: Service %s/%s -> %s:%d, this machine", webhookService, systemNamespace, webhookService, ip, port)
-		args = append(args, "--webhook-port", strconv.Itoa(port), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"), "--maas")
+		d.say("EndpointSlice %s-localhost: Service %s/%s -> %s:%d, this machine", webhookService, systemNamespace, webhookService, ip, port.Number)
+		args = append(args, "--webhook-port", strconv.Itoa(port.Number), "--webhook-cert-dir", filepath.Join(d.cfg.Dir, "webhook-certs"), "--maas")
+		inherit = append(inherit, port.File())
 	} else {
 		args = append(args, "--disable-webhooks")
 	}
 	logPath := filepath.Join(d.cfg.Dir, "controller.log")
 	d.say("$ %s  > %s", d.commandLine(args[0], args[1:]), d.rel(logPath))
-	proc, exited, err := detach.Start(args, nil, logPath)
+	proc, exited, err := detach.Start(args, nil, logPath, inherit...)
 	if err != nil {
 		return err
 	}

@@ -13,15 +13,15 @@ import (
 // detached process, installs its webhooks and waits until the API server
 // reaches them. The LeaderWorkerSet CRD must be established.
 func (d *demo) startLWS(ctx context.Context) error {
-	port, err := freePort()
+	port, err := d.claimPort()
 	if err != nil {
 		return err
 	}
-	l, err := kwokcluster.PrepareLWS(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port)
+	l, err := kwokcluster.PrepareLWS(d.restCfg, d.assets, filepath.Join(d.cfg.Dir, "kwokcluster"), port.Number)
 	if err != nil {
 		return err
 	}
-	proc, done, err := detach.Start(l.Process.Args, nil, l.Process.Log)
+	proc, done, err := detach.Start(l.Process.Args, nil, l.Process.Log, port.File())
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (d *demo) startLWS(ctx context.Context) error {
 		return err
 	}
 	d.say("LeaderWorkerSet operator (sigs.k8s.io/lws) pid %d, log %s: LeaderWorkerSets become StatefulSets and Pods", proc.Pid, d.rel(l.Process.Log))
-	d.say("its webhooks (pods labelled with their group, LeaderWorkerSets defaulted) at https://127.0.0.1:%d, with a certificate made here: %s", port, andList(kwokcluster.LWSWebhookConfigurations))
+	d.say("its webhooks (pods labelled with their group, LeaderWorkerSets defaulted) at https://127.0.0.1:%d, with a certificate made here: %s", port.Number, andList(kwokcluster.LWSWebhookConfigurations))
 	return nil
 }
 

@@ -85,12 +85,12 @@ func (d *demo) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := []string{d.odh, "api-server", "--kubeconfig", kubeconfig, "--bind-address", ip.String(), "--secure-port", strconv.Itoa(port),
+	args := []string{d.odh, "api-server", "--kubeconfig", kubeconfig, "--bind-address", ip.String(), "--secure-port", strconv.Itoa(port.Number),
 		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-private-key-file", filepath.Join(dir, "tls.key"),
 		"--tier-config-namespace", systemNamespace}
 	logPath := filepath.Join(d.cfg.Dir, "api-server.log")
 	d.say("$ %s  > %s", d.commandLine(args[0], args[1:]), d.rel(logPath))
-	proc, exited, err := detach.Start(args, nil, logPath)
+	proc, exited, err := detach.Start(args, nil, logPath, port.File())
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (d *demo) startAPIServer(ctx context.Context) error {
 		return fmt.Errorf("%w (last: %s); %s ends with:\n%s", err, last, d.rel(logPath), tailFile(logPath))
 	}
 	d.say("pid %d as ServiceAccount %s/%s (the chart's RBAC only); EndpointSlice %s-localhost -> %s:%d; APIService %s Available (CA injected by the controller)",
-		proc.Pid, systemNamespace, apiServerService, apiServerService, ip, port, apiServiceName)
+		proc.Pid, systemNamespace, apiServerService, apiServerService, ip, port.Number, apiServiceName)
 	return nil
 }
 
