@@ -276,6 +276,10 @@ func (ports Ports) String() string {
 	return strings.Join(what, ", ")
 }
 
+// Ports are the ports its processes listen at, claimed until Stop: etcd's
+// client and peer ports, kube-apiserver's, the webhook server's.
+func (cp *ControlPlane) Ports() Ports { return cp.ports }
+
 // Release gives the ports up.
 func (ports Ports) Release() error {
 	var errs []error

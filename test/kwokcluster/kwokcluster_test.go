@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -411,22 +413,35 @@ func TestIntegrationFirstPodAlone(t *testing.T) {
 	}
 }
 
-// kube-scheduler and the LWS operator listen at ports claimed for them
+// etcd, kube-apiserver and the webhook server (test/controlplane), and
+// kube-scheduler and the LWS operator, listen at ports claimed for them
 // (hostlock.ClaimPort), from the range the kernel never hands out, held
-// while the cluster runs: a port asked of the kernel and closed again
-// could be handed to any process of the machine before they bound it.
+// while they run: a port asked of the kernel and closed again could be
+// handed to any process of the machine before they bound it. (Checked here,
+// on a control plane and a cluster that run anyway, rather than on one
+// started for it.)
 func TestIntegrationPortsClaimed(t *testing.T) {
 	cluster := nodes.Need(t)
-	if len(cluster.Ports) != 2 {
-		t.Fatalf("ports %v, want the scheduler's and the LWS operator's", cluster.Ports)
+	ports := map[string]int{}
+	for i, p := range cp.Ports() {
+		ports[fmt.Sprintf("control plane port %d (etcd, its peers, kube-apiserver, webhooks)", i)] = p.Number
 	}
-	for _, n := range cluster.Ports {
+	for i, n := range cluster.Ports {
+		ports[fmt.Sprintf("cluster port %d (kube-scheduler, LWS operator)", i)] = n
+	}
+	if len(ports) != 6 {
+		t.Fatalf("ports %v, want etcd's two, kube-apiserver's, the webhook server's, the scheduler's and the LWS operator's", ports)
+	}
+	for what, n := range ports {
 		if n < hostlock.FirstPort || n > hostlock.LastPort {
-			t.Errorf("port %d, want a claimed port, from %d to %d", n, hostlock.FirstPort, hostlock.LastPort)
+			t.Errorf("%s: %d, want a claimed port, from %d to %d", what, n, hostlock.FirstPort, hostlock.LastPort)
 			continue
 		}
 		if _, err := hostlock.Try(hostlock.Dir(), hostlock.PortName(n)); !errors.Is(err, hostlock.ErrHeld) {
-			t.Errorf("another claim of port %d: %v, want ErrHeld", n, err)
+			t.Errorf("%s: another claim of port %d: %v, want ErrHeld", what, n, err)
 		}
+	}
+	if u, err := url.Parse(cp.Config.Host); err != nil || u.Port() != strconv.Itoa(cp.Ports()[2].Number) {
+		t.Errorf("kube-apiserver at %s (%v), want its claimed port %d", cp.Config.Host, err, cp.Ports()[2].Number)
 	}
 }
