@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -333,6 +334,45 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	for _, name := range []string{"pull", "crash", "probe"} {
+		playedOnce(t, ns, name)
+	}
+}
+
+// playedOnce checks that kwok leaves app's pod as it is once it shows its
+// fault, as a pod stuck on one does: after a label change, which kwok sees
+// and matches its stages against again, nothing writes the pod for two
+// seconds. A stage that matched its own result again would write it in a
+// loop: kwok gave the crash-loop and never-ready pods a new IP on every
+// play, thousands of writes a minute for as long as the pod lived.
+func playedOnce(t *testing.T, ns, app string) {
+	t.Helper()
+	ps := pods(t, ns, app)
+	if len(ps) != 1 {
+		t.Fatalf("%s: %d pods", app, len(ps))
+	}
+	p := &ps[0]
+	ip := p.Status.PodIP
+	if err := cp.Client.Patch(t.Context(), p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns),
+		&client.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name), Raw: &metav1.ListOptions{ResourceVersion: p.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if now, ok := ev.Object.(*corev1.Pod); ok {
+			t.Fatalf("pod %s, showing its fault, was written again (%s): phase %s, IP %q, was %q", p.Name, ev.Type, now.Status.Phase, now.Status.PodIP, ip)
+		}
 	}
 }
 
