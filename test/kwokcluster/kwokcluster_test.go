@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,12 +78,37 @@ func pods(t *testing.T, ns, app string) []corev1.Pod {
 }
 
 // namespace is a new namespace for the test, deleted when the test ends;
-// the test then waits until its pods are gone, so that the next test, or
-// the next run with -count>1, finds the nodes' GPUs free.
+// the test then deletes its pods and waits until they are gone, so that
+// the next test, or the next run with -count>1, finds the nodes' GPUs
+// free. It does not wait for the namespace to go, which nothing here
+// needs: kube-controller-manager's namespace controller first empties a
+// namespace 5 s after its deletion, and finishes 5 s after that when there
+// were pods (namespaceDeletionGracePeriod, v1.34), so that waiting took
+// 5 to 11 s a test, most of the package's time.
 func namespace(t *testing.T) string {
 	t.Helper()
 	ns := testenv.NewNamespace(t, cp.Client, "kwok")
-	testenv.DeleteNamespaceAtEnd(t, cp.Client, ns, time.Minute)
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		// Terminating first: the API server then refuses new pods in it, so
+		// that no ReplicaSet or StatefulSet replaces the pods deleted next.
+		if err := cp.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatalf("delete namespace %s: %v", ns, err)
+		}
+		if err := cp.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+			t.Fatalf("delete the pods of namespace %s: %v", ns, err)
+		}
+		testenv.Within(t, time.Minute, "the pods of namespace "+ns+" are gone", func() error {
+			list := &corev1.PodList{}
+			if err := cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			if n := len(list.Items); n > 0 {
+				return fmt.Errorf("%d pods left, the first %s", n, list.Items[0].Name)
+			}
+			return nil
+		})
+	})
 	return ns
 }
 
@@ -176,18 +202,27 @@ func TestIntegrationAddNodes(t *testing.T) {
 
 // TestIntegrationNodeLeases: kwok renews each node's Lease, as a kubelet
 // does (see NodeLeaseSeconds). Without it every node went NotReady about a
-// minute after the start, and every pod not Ready with it.
+// minute after the start, and every pod not Ready with it. kwok makes each
+// Lease with the node and renews it every quarter of NodeLeaseSeconds: a
+// Lease renewed later than a second after it was made has been renewed by
+// it (the wait is for the first renewal, at most about ten seconds after
+// the cluster's start, not for the next one after this test's).
+//
+// In parallel: it runs after the package's other tests, and by then their
+// time has usually passed that first renewal.
 func TestIntegrationNodeLeases(t *testing.T) {
+	t.Parallel()
 	nodes.Need(t)
-	since := time.Now()
 	for _, n := range kwokcluster.DefaultNodes() {
 		testenv.Within(t, time.Minute, "node "+n.Name+"'s Lease renewed", func() error {
 			l := &coordinationv1.Lease{}
 			if err := cp.Client.Get(t.Context(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: n.Name}, l); err != nil {
 				return err
 			}
-			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(since.Truncate(time.Microsecond)) {
-				return fmt.Errorf("lease last renewed %v, not since %v", l.Spec.RenewTime, since)
+			// The creation time is cut to the second, the renewal's is not.
+			made := l.CreationTimestamp.Add(time.Second)
+			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(made) {
+				return fmt.Errorf("lease made at %v, last renewed %v", l.CreationTimestamp, l.Spec.RenewTime)
 			}
 			return nil
 		})
@@ -335,27 +370,30 @@ func TestIntegrationFaults(t *testing.T) {
 			return nil
 		})
 	}
-	for _, name := range []string{"pull", "crash", "probe"} {
-		playedOnce(t, ns, name)
-	}
+	playedOnce(t, ns, "pull", "crash", "probe")
 }
 
-// playedOnce checks that kwok leaves app's pod as it is once it shows its
-// fault, as a pod stuck on one does: after a label change, which kwok sees
-// and matches its stages against again, nothing writes the pod for two
-// seconds. A stage that matched its own result again would write it in a
-// loop: kwok gave the crash-loop and never-ready pods a new IP on every
-// play, thousands of writes a minute for as long as the pod lived.
-func playedOnce(t *testing.T, ns, app string) {
+// playedOnce checks that kwok leaves the pod of each app as it is once it
+// shows its fault, as a pod stuck on one does: after a label change, which
+// kwok sees and matches its stages against again, nothing writes the pod
+// for two seconds. A stage that matched its own result again would write
+// it in a loop: kwok gave the crash-loop and never-ready pods a new IP on
+// every play, thousands of writes a minute for as long as the pod lived.
+// The pods are watched at once, each from its own label change on, in the
+// same two seconds.
+func playedOnce(t *testing.T, ns string, apps ...string) {
 	t.Helper()
-	ps := pods(t, ns, app)
-	if len(ps) != 1 {
-		t.Fatalf("%s: %d pods", app, len(ps))
-	}
-	p := &ps[0]
-	ip := p.Status.PodIP
-	if err := cp.Client.Patch(t.Context(), p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))); err != nil {
-		t.Fatal(err)
+	var touched []*corev1.Pod
+	for _, app := range apps {
+		ps := pods(t, ns, app)
+		if len(ps) != 1 {
+			t.Fatalf("%s: %d pods", app, len(ps))
+		}
+		p := &ps[0]
+		if err := cp.Client.Patch(t.Context(), p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))); err != nil {
+			t.Fatal(err)
+		}
+		touched = append(touched, p)
 	}
 	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
 	if err != nil {
@@ -363,16 +401,23 @@ func playedOnce(t *testing.T, ns, app string) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns),
-		&client.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name), Raw: &metav1.ListOptions{ResourceVersion: p.ResourceVersion}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		if now, ok := ev.Object.(*corev1.Pod); ok {
-			t.Fatalf("pod %s, showing its fault, was written again (%s): phase %s, IP %q, was %q", p.Name, ev.Type, now.Status.Phase, now.Status.PodIP, ip)
+	var wg sync.WaitGroup
+	defer wg.Wait() // the watches end with ctx
+	for _, p := range touched {
+		w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns),
+			&client.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name), Raw: &metav1.ListOptions{ResourceVersion: p.ResourceVersion}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		wg.Go(func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				if now, ok := ev.Object.(*corev1.Pod); ok {
+					t.Errorf("pod %s, showing its fault, was written again (%s): phase %s, IP %q, was %q", p.Name, ev.Type, now.Status.Phase, now.Status.PodIP, p.Status.PodIP)
+					return
+				}
+			}
+		})
 	}
 }
 
