@@ -13,8 +13,9 @@ ACTIONLINT   := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 FUZZTIME     ?= 30s
 # -ldflags=-w links the test binaries without DWARF (a debugger's tables;
 # stack traces and profiles do not need them): a fifth less CPU per link,
-# and make test links about 45 of them (2 to 3 s less each of the big ones).
-GO_TEST_FLAGS ?= -count=1 -shuffle=on -ldflags=-w
+# and make test links about 50 of them (2 to 3 s less each of the big ones).
+TEST_BUILD_FLAGS := -ldflags=-w
+GO_TEST_FLAGS ?= -count=1 -shuffle=on $(TEST_BUILD_FLAGS)
 
 # Everything make compiles (tests, tools, the demo, the image) is static and
 # path-free, as the image must be, so the Go build cache serves each build
@@ -153,15 +154,25 @@ test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-mana
 # odh-serving copy rather than each link their own (testenv.BuildCommand).
 TEST_ENV = ODH_SERVING_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) ODH_SERVING_DIST=$(DIST) ODH_SERVING_BIN=$(BIN) KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH"
 
-# The longest test packages, longest first: go test starts packages in the
-# order they are named (./... adds the rest, each once), -p of them at a
-# time (the number of CPUs: 2 here), so these start first rather than late,
-# and the short ones fill the other slot; their output comes first too.
+# The longest test packages, longest first: make test (like go test) starts
+# packages in the order they are named (./... adds the rest, each once),
+# TEST_JOBS of them at a time (default: the number of CPUs, 2 here), so
+# these start first rather than late, and the short ones fill the other slot.
 LONG_TEST_PKGS := ./test/controller ./test/chart ./test/demo ./test/requests ./test/badinput
+TEST_PKGS    ?= $(LONG_TEST_PKGS) ./...
+
+# make test runs hack/testrun, not go test: it keeps the linked test binaries
+# in TEST_BIN_DIR (about 2.5 GB for all 50) and links again only those whose
+# code changed, where go test links all 50 on every run (about 120 s of CPU).
+# TEST_FLAGS go to every test binary, spelt -test.NAME:
+#   make test TEST_FLAGS='-test.run=TestX -test.v' TEST_JOBS=3 TEST_PKGS=./engine/...
+TEST_BIN_DIR ?= $(BIN)/test
+TEST_JOBS    ?=
+TEST_FLAGS   ?=
 
 .PHONY: test
-test: test-assets image package build ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts.
-	$(TEST_ENV) go test $(GO_TEST_FLAGS) $(LONG_TEST_PKGS) ./...
+test: test-assets image package build ## Run every test: unit tests, the image, and integration tests against a real kube-apiserver that install the packaged charts. Keeps the test binaries in bin/test and relinks only changed ones (TEST_FLAGS='-test.run=X -test.v', TEST_JOBS=3, TEST_PKGS=./engine/...).
+	$(TEST_ENV) go run ./hack/testrun -o $(TEST_BIN_DIR) -build '$(TEST_BUILD_FLAGS)' $(if $(TEST_JOBS),-p $(TEST_JOBS)) $(TEST_PKGS) $(TEST_FLAGS)
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).

@@ -1,0 +1,5 @@
+package fail
+
+import "testing"
+
+func TestFail(t *testing.T) { t.Fatal("fails on purpose") }
