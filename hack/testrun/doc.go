@@ -20,8 +20,9 @@
 // does. Binaries of packages that no longer exist are removed.
 //
 // A package whose binary `go test -c` neither wrote nor touched did not
-// build: it is reported `FAIL <package> [build failed]` after go's compiler
-// errors, and its old binary is not run.
+// build, or failed the vet checks go test runs (go test -c runs them too): it
+// is reported `FAIL <package> [build failed]` after go's errors, and its old
+// binary is not run.
 //
 // The binaries run as go test runs them (cmd/go/internal/test, builderRunTest):
 // in the package's source directory with PWD set to it, with

@@ -144,21 +144,28 @@ func TestRun(t *testing.T) {
 		}
 	}
 
-	// a/x no longer compiles: it fails, naming the package; its old binary
-	// does not run, and the others still do.
-	if err := os.WriteFile(filepath.Join(mod, "a", "x", "broken_test.go"), []byte("package x\n\nvar _ int = \"\"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// a/x no longer compiles and fail no longer passes go test's vet checks:
+	// both fail, named; their old binaries do not run, and b/x's still does.
+	for file, src := range map[string]string{
+		"a/x/broken_test.go": "package x\n\nvar _ int = \"\"\n",
+		"fail/vet_test.go":   "package fail\n\nimport \"fmt\"\n\nvar _ = fmt.Sprintf(\"%d\", \"s\")\n",
+	} {
+		if err := os.WriteFile(filepath.Join(mod, file), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg.testFlags = []string{"-test.run=TestPass"}
 	out, err = runOnce(t, cfg)
-	if err == nil || !strings.Contains(err.Error(), "\t"+m+"a/x [build failed]") {
+	if err == nil || !strings.Contains(err.Error(), "2 of 3 test packages failed:") || !strings.Contains(err.Error(), "\t"+m+"a/x [build failed]") {
 		t.Errorf("error %v, want one naming %sa/x [build failed]", err, m)
 	}
-	if got, want := results(out), []string{"FAIL\t" + m + "a/x [build failed]", "ok  \t" + m + "b/x", "ok  \t" + m + "fail"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+	if got, want := results(out), []string{"FAIL\t" + m + "a/x [build failed]", "FAIL\t" + m + "fail [build failed]", "ok  \t" + m + "b/x"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("results %q, want %q\n%s", got, want, out)
 	}
-	if !strings.Contains(out, "broken_test.go:3:13: cannot use") {
-		t.Errorf("no compiler error in the output:\n%s", out)
+	for _, want := range []string{"broken_test.go:3:13: cannot use", `vet_test.go:5:22: fmt.Sprintf format %d has arg "s" of wrong type string`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
 	}
 }
 
