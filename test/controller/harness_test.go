@@ -238,7 +238,7 @@ func (e *env) waitCondition(name, t string, status metav1.ConditionStatus, reaso
 // Deployments, LeaderWorkerSets, their ReplicaSets, StatefulSets and Pods
 // are real: kube-controller-manager, the LeaderWorkerSet operator,
 // kube-scheduler and kwok run them on simulated nodes
-// (testenv.MainWithCluster).
+// (testenv.Cluster).
 
 // gateway creates a programmed Gateway with one HTTP listener and an
 // address.

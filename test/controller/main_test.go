@@ -22,5 +22,5 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testenv.UseTestGOGC()
-	testenv.MainWithCluster(m, &cp, &nodes)
+	testenv.MainWith(m, &cp, controlplane.Options{}, &nodes)
 }

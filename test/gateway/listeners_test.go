@@ -37,7 +37,7 @@ func init() { testenv.InitLogger() }
 func TestListenersOnAnAPIServer(t *testing.T) {
 	// kube-scheduler, kube-controller-manager and kwok run the Deployment's
 	// pod: no status is written here.
-	cp, _ := cluster.Cluster(t)
+	nodes.Need(t)
 	mgr, err := manager.New(cp.Config, manager.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)

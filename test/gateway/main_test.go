@@ -17,17 +17,22 @@ import (
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
-// cluster is the control plane with GIE's and Gateway API's CRDs, and the
-// kwok cluster on it, that the tests on an API server share, each in
-// namespaces of its own (deleteAtEnd).
-var cluster = testenv.Shared{Options: controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}}}
+var (
+	// cp is the control plane with GIE's and Gateway API's CRDs that the
+	// tests on an API server share, each in namespaces of its own
+	// (deleteAtEnd).
+	cp *controlplane.ControlPlane
+	// nodes is the kwok cluster on cp, started by the first test that
+	// needs pods to run.
+	nodes testenv.Cluster
+)
 
 // TestMain runs the tests' processes at testenv's GOGC, unless GOGC is set,
-// and stops the shared cluster after them.
+// and stops the shared control plane and cluster after them.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testenv.UseTestGOGC()
-	testenv.MainShared(m, &cluster)
+	testenv.MainWith(m, &cp, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI}}, &nodes)
 }
 
 // deleteAtEnd deletes the namespace ns when the test ends. Its Gateways go

@@ -35,7 +35,6 @@ import (
 // backend and a listener that does not take the route's namespace are
 // reported as such.
 func TestStatusDrivesTheMigration(t *testing.T) {
-	cp := cluster.ControlPlane(t)
 	log := &testenv.Buffer{}
 	first := fmt.Sprintf("127.%d.0.1", 100+time.Now().Nanosecond()%100)
 	g, err := New(cp.Config, first, Options{Log: log})

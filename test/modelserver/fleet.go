@@ -38,7 +38,7 @@ type Options struct {
 	// Selector picks the pods to serve.
 	Selector labels.Selector
 	// Namespace, when set, is the only namespace whose pods are served:
-	// the fleets of tests that share a cluster (testenv.Shared) each serve
+	// the fleets of tests that share a cluster (testenv.Cluster) each serve
 	// their own namespace's pods, which no two fleets may both listen for.
 	Namespace string
 	// ResponseTime is how long a completion takes once it runs.

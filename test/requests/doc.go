@@ -10,7 +10,7 @@
 // made not Ready by kwok's readiness stage (a label; no test writes a pod's
 // status), test/modelserver answers at their IPs and test/gateway routes
 // the rendered HTTPRoute. The package's tests and benchmarks share one
-// control plane and cluster (testenv.Shared), each phase in a namespace of
+// control plane and cluster (testenv.MainWith), each phase in a namespace of
 // its own with its own model servers (serving that namespace's pods only),
 // endpoint picker (reading that namespace only, as its Role allows) and
 // gateway router over the one Gateway the rendered routes name.

@@ -203,7 +203,7 @@ func runPhase(t *testing.T, phase convention.Phase) {
 func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv {
 	tb.Helper()
 	epp := eppBinary(tb)
-	cp, _ := cluster.Cluster(tb)
+	nodes.Need(tb)
 	c := cp.Client
 	ctx := tb.Context()
 	cs, err := kubernetes.NewForConfig(cp.Config)

@@ -5,10 +5,10 @@
 //     (test/controlplane) for the package and stops it at the end. It also
 //     registers -update (internal/golden) for every package that uses it.
 //     MainWith is Main with the control plane's options, such as the few
-//     CRD sets a package's tests use.
-//     StartControlPlane starts one for a single test. Shared is a control
-//     plane, and test/kwokcluster's cluster on it, that the first test that
-//     needs them starts and the package's tests share (MainShared).
+//     CRD sets a package's tests use, and a Cluster: test/kwokcluster's
+//     workload half on that control plane, which the first test that
+//     needs it starts and the package's tests share.
+//     StartControlPlane and StartCluster start them for a single test.
 //   - NewNamespace and EnsureNamespace make the namespaces tests work in.
 //   - Eventually and Within poll a check until it passes, and stop with the
 //     test's context.

@@ -62,13 +62,23 @@ func UseTestGOGC() {
 //
 //	func TestMain(m *testing.M) { testenv.Main(m, &cp) }
 func Main(m *testing.M, cp **controlplane.ControlPlane) {
-	os.Exit(run(m, cp, controlplane.Options{}, nil))
+	MainWith(m, cp, controlplane.Options{}, nil)
 }
 
-// MainWith is Main, and MainWithCluster when cluster is not nil, with the
-// control plane's options: a package whose tests use few of the CRDs
-// names them in o.CRDs, since installing the others costs kube-apiserver
-// CPU (about 6 s for all of AllCRDs).
+// MainWith is Main with the control plane's options and, when cluster is
+// not nil, the cluster's workload half on it (Cluster), stopped after the
+// tests before the control plane. A package whose tests use few of the
+// CRDs names them in o.CRDs, since installing the others costs
+// kube-apiserver CPU (about 6 s for all of AllCRDs).
+//
+//	var (
+//		cp    *controlplane.ControlPlane
+//		nodes = testenv.Cluster{LWS: true}
+//	)
+//
+//	func TestMain(m *testing.M) {
+//		testenv.MainWith(m, &cp, controlplane.Options{CRDs: []string{crds.LWS}}, &nodes)
+//	}
 func MainWith(m *testing.M, cp **controlplane.ControlPlane, o controlplane.Options, cluster *Cluster) {
 	if cluster != nil {
 		cluster.cp = cp
@@ -76,20 +86,14 @@ func MainWith(m *testing.M, cp **controlplane.ControlPlane, o controlplane.Optio
 	os.Exit(run(m, cp, o, cluster))
 }
 
-// MainWithCluster is Main for a package whose tests need the cluster's
-// workload half (test/kwokcluster: kube-scheduler, kube-controller-manager,
-// kwok and its simulated GPU and CPU nodes) on the control plane: the first
-// test that calls cluster.Need starts it, the package's tests share it,
-// and it is stopped after them. Benchmarks that measure the control plane
-// (its processes' CPU) do not call Need and run without it.
+// Cluster is test/kwokcluster's workload half (kube-scheduler,
+// kube-controller-manager, kwok and its simulated GPU and CPU nodes) on a
+// package's control plane (MainWith): the first test that calls Need
+// starts it, the package's tests share it, each in namespaces of its own,
+// and it is stopped after them. Tests and benchmarks that do not call
+// Need, such as those measuring the control plane's CPU, run without it.
 // KUBEBUILDER_ASSETS must hold those binaries too
 // (`hack/setup-test-assets.sh test`).
-func MainWithCluster(m *testing.M, cp **controlplane.ControlPlane, cluster *Cluster) {
-	MainWith(m, cp, controlplane.Options{}, cluster)
-}
-
-// Cluster is test/kwokcluster on a package's control plane, started once,
-// by the first test that needs it.
 type Cluster struct {
 	// LWS also runs the LeaderWorkerSet operator (kwokcluster.Options.LWS),
 	// so that LeaderWorkerSets get StatefulSets and Pods.
@@ -106,7 +110,7 @@ type Cluster struct {
 func (c *Cluster) Need(tb testing.TB) *kwokcluster.Cluster {
 	tb.Helper()
 	if c.cp == nil {
-		tb.Fatal("testenv.Cluster: the package's TestMain must call testenv.MainWithCluster")
+		tb.Fatal("testenv.Cluster: the package's TestMain must pass it to testenv.MainWith")
 	}
 	c.once.Do(func() { c.c, c.err = kwokcluster.Start((*c.cp).Config, kwokcluster.Options{LWS: c.LWS}) })
 	if c.err != nil {
