@@ -28,31 +28,32 @@ fi
 if ! go mod tidy -diff >/dev/null; then
   echo "go.mod/go.sum are not tidy; run 'go mod tidy'" >&2; fail=1
 fi
-# hack/k8s-assets (etcd and the Kubernetes binaries) builds every module it shares with odh-serving
-# at odh-serving's version, so the Go build cache compiles those packages (client-go, the API types,
-# the API server library: about half of the Kubernetes binaries' packages) once for both: a cold
-# `make demo` and `.ci/run` count on it (README.md, the budgets). Each line: module, ours, theirs.
+# The tool modules build what they share with odh-serving at the versions it names, so the Go build
+# cache compiles those packages once for all: a cold `make demo` and `.ci/run` count on it
+# (README.md, the budgets). Module lists hold a line per module: path, version.
 mods() { go list -deps -f '{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}' "$@" | sort -u; }
+# drift DIR WANT FROM BUILT HOW fails the check, naming the modules, when BUILT (the tool module DIR's
+# list) has a module of WANT (the versions FROM names) at another version; HOW says how to align.
+drift() {
+  local dir=$1 want=$2 from=$3 built=$4 how=$5 lines
+  lines=$(join <(echo "$want") <(echo "$built") | awk '$2 != $3')
+  if [ -n "$lines" ]; then
+    echo "$dir builds modules at other versions than $from (module, wanted, built):" >&2
+    echo "$lines" >&2
+    echo "align them: in $dir, $how, then go mod tidy" >&2
+    fail=1
+  fi
+}
 ours=$(mods -test ./...)
+# hack/k8s-assets (etcd and the Kubernetes binaries) shares client-go, the API types and the API
+# server library with us: about half of the Kubernetes binaries' packages.
 theirs=$(cd hack/k8s-assets && mods ./etcd k8s.io/kubernetes/cmd/{kube-apiserver,kube-scheduler,kube-controller-manager}) # not kubectl: only DEMO_KEEP=1 builds it
-drift=$(join <(echo "$ours") <(echo "$theirs") | awk '$2 != $3')
-if [ -n "$drift" ]; then
-  echo "hack/k8s-assets builds modules at other versions than go.mod (module, go.mod's, hack/k8s-assets'):" >&2
-  echo "$drift" >&2
-  echo "align them: in hack/k8s-assets, go get MODULE@VERSION with go.mod's version for each, then go mod tidy" >&2
-  fail=1
-fi
+drift hack/k8s-assets "$ours" go.mod "$theirs" "go get MODULE@VERSION with go.mod's version for each"
 # hack/kwok-assets the same for kwok: odh-serving's versions, and hack/k8s-assets' for the modules
-# odh-serving does not use (the kubelet's API). Each line: module, the version wanted, kwok's.
+# odh-serving does not use (the kubelet's API).
 kwok=$(cd hack/kwok-assets && mods sigs.k8s.io/kwok/cmd/kwok)
 want=$( (echo "$ours"; join -v1 <(echo "$theirs") <(echo "$ours")) | sort -u)
-drift=$(join <(echo "$want") <(echo "$kwok") | awk '$2 != $3')
-if [ -n "$drift" ]; then
-  echo "hack/kwok-assets builds modules at other versions than go.mod or hack/k8s-assets (module, theirs, hack/kwok-assets'):" >&2
-  echo "$drift" >&2
-  echo "align them: in hack/kwok-assets, go get MODULE@VERSION for each (or a replace where kwok asks for more), then go mod tidy" >&2
-  fail=1
-fi
+drift hack/kwok-assets "$want" "go.mod or hack/k8s-assets" "$kwok" "go get MODULE@VERSION for each (or a replace where kwok asks for more)"
 for crd in api/crds/serving.kserve.io_*.yaml; do
   size=$(wc -c < "$crd")
   if [ "$size" -gt 262144 ]; then
