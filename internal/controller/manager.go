@@ -141,7 +141,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if !opts.DisableWebhooks {
 		mgrOpts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: []func(*tls.Config){webhookTLS},
+			Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: []func(*tls.Config){WebhookTLS},
 		})
 	}
 	// The cache maps the kinds it selects, which asks discovery.
@@ -211,15 +211,15 @@ func metricsOptions(opts Options) metricsserver.Options {
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
 		CertDir:        opts.MetricsCertDir,
-		TLSOpts:        []func(*tls.Config){webhookTLS},
+		TLSOpts:        []func(*tls.Config){WebhookTLS},
 	}
 }
 
-// webhookTLS sets the webhook and metrics servers' floor to TLS 1.2
+// WebhookTLS sets the webhook and metrics servers' floor to TLS 1.2
 // explicitly rather than leaning on Go's default, and serves HTTP/1.1 only:
 // the API server and Prometheus need nothing more, and HTTP/2 brings the
 // rapid-reset class of attacks.
-func webhookTLS(c *tls.Config) {
+func WebhookTLS(c *tls.Config) {
 	c.MinVersion = tls.VersionTLS12
 	c.NextProtos = []string{"http/1.1"}
 }

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -162,10 +163,15 @@ func StartWith(o Options) (*ControlPlane, error) {
 
 func (cp *ControlPlane) startWebhooks() error {
 	opts := cp.env.WebhookInstallOptions
+	// HTTP/1.1 only, as the controller's own webhook server
+	// (controller.WebhookTLS): over HTTP/2 the kube-apiserver keeps its
+	// connection open after the server's GOAWAY, and Stop waited the whole
+	// second x/net/http2 gives a client to close it.
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{
 		Host:    opts.LocalServingHost,
 		Port:    opts.LocalServingPort,
 		CertDir: opts.LocalServingCertDir,
+		TLSOpts: []func(*tls.Config){controller.WebhookTLS},
 	})
 	webhook.Register(server)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -65,6 +65,27 @@ func TestWebhookServerTLS(t *testing.T) {
 	}
 }
 
+// TestControlPlaneWebhookServerTLS: the webhook server of the tests'
+// control plane (test/controlplane) takes the controller's TLS settings
+// (controller.WebhookTLS) and serves HTTP/1.1 only, as the controller's
+// does. It served HTTP/2, and then the kube-apiserver kept its connection
+// open after the server's GOAWAY: every test package's ControlPlane.Stop
+// waited the second x/net/http2 gives a client to close it.
+func TestControlPlaneWebhookServerTLS(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", cp.Ports()[3].Number)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // envtest's certificate, on loopback: the protocol is the test
+		NextProtos:         []string{"h2", "http/1.1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if st := conn.ConnectionState(); st.NegotiatedProtocol != "http/1.1" || st.Version < tls.VersionTLS12 {
+		t.Errorf("the control plane's webhook server at %s agreed to %q over %s, want http/1.1 over TLS 1.2 or newer", addr, st.NegotiatedProtocol, tls.VersionName(st.Version))
+	}
+}
+
 // TestEndpointPickerSecureServing checks every endpoint picker rendered from
 // every golden input: it runs with --secure-serving, its --cert-path is a
 // mounted Secret, and the model servers it routes to serve HTTPS. The
