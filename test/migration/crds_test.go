@@ -401,10 +401,17 @@ func waitEstablished(t *testing.T, c client.Client, name string) {
 func waitGone(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	testenv.Eventually(t, "CRD "+name+" deleted", func() error {
-		err := c.Get(context.WithoutCancel(t.Context()), client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
-		if apierrors.IsNotFound(err) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err := c.Get(context.WithoutCancel(t.Context()), client.ObjectKey{Name: name}, crd)
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("get: %w", err)
 		}
-		return fmt.Errorf("still there (%w)", err)
+		// The API server's CRD finalizer says in the Terminating condition
+		// why it has not removed the CRD yet (it retries with a backoff
+		// that grows to minutes).
+		return fmt.Errorf("still there: finalizers %v, conditions %+v", crd.Finalizers, crd.Status.Conditions)
 	})
 }
