@@ -264,6 +264,7 @@ func withoutGIE(t *testing.T) *controlplane.ControlPlane {
 	}
 	deleteCRDs := func(names ...string) {
 		for _, name := range names {
+			storageReady(t, cp.Client, name)
 			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if err := cp.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatalf("delete CRD %s: %v", name, err)
@@ -395,6 +396,35 @@ func waitEstablished(t *testing.T, c client.Client, name string) {
 			}
 		}
 		return fmt.Errorf("conditions %v", crd.Status.Conditions)
+	})
+}
+
+// storageReady waits until the API server serves lists of CRD name's
+// kind, unless the CRD is absent. A CRD deleted before that (a second
+// after it was made, which this package does) stays for up to minutes:
+// the API server's CRD finalizer cannot list its instances yet ("could
+// not list instances: storage is (re)initializing") and retries with a
+// backoff that doubles from 5 ms to 1000 s. Seen as TestCRDLifecycle
+// failing 3 runs in 8, run alone beside a CPU hog.
+func storageReady(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		t.Fatalf("get CRD %s: %v", name, err)
+	}
+	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
+	if i < 0 {
+		return // nothing served, nothing to list
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(crd.Spec.Group + "/" + crd.Spec.Versions[i].Name)
+	list.SetKind(crd.Spec.Names.ListKind)
+	testenv.Eventually(t, "the API server lists "+name+"'s kind", func() error {
+		return c.List(ctx, list, client.Limit(1))
 	})
 }
 
