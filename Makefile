@@ -38,8 +38,9 @@ IMAGE_DIR     := $(BIN)/image
 IMAGE_ARCHIVE := $(IMAGE_DIR)/odh-serving-$(VERSION).oci.tar
 
 # What the tests run (etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, kwok, helm, helm 4, kustomize), built
-# from the Go module proxy once and reused; see hack/setup-test-assets.sh.
+# kube-controller-manager, kwok, the LeaderWorkerSet operator, helm, helm 4,
+# kustomize and GIE's endpoint picker), built from the Go module proxy once
+# and reused; see hack/setup-test-assets.sh.
 ASSETS = $(shell bash hack/setup-test-assets.sh)
 
 ##@ General
@@ -120,7 +121,7 @@ chart-lint: test-assets ## helm lint both charts with each of their ci/*-values.
 	for f in charts/*/ci/*-values.yaml; do $(ASSETS)/helm lint --strict "$${f%/ci/*}" -f "$$f"; done
 
 .PHONY: verify
-verify: ## Fail if generated code, CRDs, formatting or go.mod drift from the sources.
+verify: ## Fail if generated code, CRDs, the charts' copies, formatting or go.mod drift from the sources, or the README's layout table or docs/demo.md's steps from the code (hack/doccheck).
 	bash hack/verify.sh
 
 .PHONY: fmt
@@ -146,7 +147,7 @@ $(ACTIONLINT):
 ##@ Test
 
 .PHONY: test-assets
-test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, helm, helm 4 and kustomize into bin/ (once; reuses matching ones).
+test-assets: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, lws-controller, helm, helm 4, kustomize and epp into bin/ (once; reuses matching ones).
 	@bash hack/setup-test-assets.sh >/dev/null
 
 # What the tests install is what a user gets: the image archive, the

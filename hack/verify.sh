@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything generated and fails if the tree changes: deep-copy
-# code, our CRDs, the third-party CRDs, gofmt and go.mod/go.sum.
+# code, our CRDs, the third-party CRDs, gofmt and go.mod/go.sum; and fails
+# when the docs drift from the code (hack/doccheck: README.md's layout table
+# against the Go packages, docs/demo.md's steps against test/demo's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -25,12 +27,15 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt wants to reformat:" >&2; echo "$unformatted" >&2; fail=1
 fi
+if ! go run ./hack/doccheck; then
+  echo "the docs drifted from the code (above); fix the text, or the README's layout table" >&2; fail=1
+fi
 if ! go mod tidy -diff >/dev/null; then
   echo "go.mod/go.sum are not tidy; run 'go mod tidy'" >&2; fail=1
 fi
 # The tool modules build what they share with odh-serving at the versions it names, so the Go build
 # cache compiles those packages once for all: a cold `make demo` and `.ci/run` count on it
-# (README.md, the budgets). Module lists hold a line per module: path, version.
+# (docs/benchmarks.md, Budgets). Module lists hold a line per module: path, version.
 mods() { go list -deps -f '{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}' "$@" | sort -u; }
 # drift DIR WANT FROM BUILT HOW fails the check, naming the modules, when BUILT (the tool module DIR's
 # list) has a module of WANT (the versions FROM names) at another version; HOW says how to align.

@@ -17,7 +17,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 )
 
-// Step 9: an HPA on qwen's decode Deployment, which "scales" it to
+// Step 12: an HPA on qwen's decode Deployment, which "scales" it to
 // autoscaleReplicas. The HPA controller runs (kube-controller-manager), but
 // there is no metrics server, so it cannot decide anything: the demo writes
 // the scale and the HPA's status as the HPA controller would once it had
@@ -32,7 +32,7 @@ const (
 	hpaManager = "kube-controller-manager"
 )
 
-// 9. Scale one service with a simulated HPA and show the controller leave
+// 12. Scale one service with a simulated HPA and show the controller leave
 // the count alone.
 func (d *demo) autoscale(ctx context.Context) error {
 	d.header(fmt.Sprintf("Autoscale %s with an HPA (the HPA controller runs, but with no metrics server the demo writes its decision: the scale)", autoscaleService))

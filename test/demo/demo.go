@@ -51,7 +51,7 @@ const (
 	chart           = "charts/odh-serving"
 	valuesFile      = "test/demo/values-demo.yaml"
 	webhookService  = "odh-serving-webhook"
-	// The upgrade of step 8: llama-pd's decode replicas.
+	// The upgrade of step 11: llama-pd's decode replicas.
 	upgradeService  = "llama-pd"
 	upgradeReplicas = 3
 	// stateFile records the processes a DEMO_KEEP=1 run leaves running.
@@ -68,13 +68,13 @@ type outcome struct {
 	// Objects counts each service's children by kind (step 7).
 	Objects map[string]map[string]int
 	// DecodeBefore and DecodeAfter are the decode Deployment's replicas
-	// around step 8's helm upgrade; DecodeReady its ready replicas after.
+	// around step 11's helm upgrade; DecodeReady its ready replicas after.
 	DecodeBefore, DecodeAfter, DecodeReady int32
 	// UpgradedReady says the upgraded service was Ready again for its new
 	// generation.
 	UpgradedReady bool
 	// ScaledBefore and ScaledAfter are the autoscaled Deployment's replicas
-	// before step 9's HPA and after the controller reconciled its scale;
+	// before step 12's HPA and after the controller reconciled its scale;
 	// ScaledGenerationKept says the controller did not write the
 	// Deployment meanwhile, ScaledOwnedByHPA that the HPA alone owns its
 	// spec.replicas.
@@ -99,7 +99,7 @@ type serviceState struct {
 	URL   string
 }
 
-// demo is one run of the seventeen steps.
+// demo is one run of the seventeen steps (run lists them).
 type demo struct {
 	*runner
 	out *outcome
@@ -802,7 +802,7 @@ func (d *demo) serviceStates(ctx context.Context) (map[string]serviceState, erro
 	return out, nil
 }
 
-// 8. helm upgrade with a changed decode replica count.
+// 11. helm upgrade with a changed decode replica count.
 func (d *demo) upgrade(ctx context.Context) error {
 	d.header(fmt.Sprintf("helm upgrade: %s decode replicas -> %d", upgradeService, upgradeReplicas))
 	target, before, err := d.decodeOf(ctx, upgradeService)
@@ -876,7 +876,7 @@ func (d *demo) decodeDeployment(ctx context.Context, s serviceRef) (*appsv1.Depl
 	return &list.Items[0], nil
 }
 
-// 10. Tear down, or keep the environment.
+// 17. Tear down, or keep the environment.
 func (d *demo) finish(_ context.Context) error {
 	if !d.cfg.Keep {
 		d.header("Tear down: stop the data plane (test gateway, model servers, endpoint pickers), the API server, the controller, the LWS operator, kwok, kube-controller-manager, kube-scheduler, kube-apiserver and etcd")

@@ -52,7 +52,7 @@ func (d *demo) gpuValues(fix bool) []string {
 	return d.helmArgs(args...)
 }
 
-// 11. Two GPU services: one fits, one asks for 16 GPUs per pod.
+// 14. Two GPU services: one fits, one asks for 16 GPUs per pod.
 func (d *demo) gpuServices(ctx context.Context) error {
 	d.header("GPU services: helm upgrade -f " + gpuValuesFile + " (qwen-gpu: tensor parallel 2; big: 16 GPUs per pod, more than any node has)")
 	d.out.GPU = &gpuOutcome{GPUPods: map[string]int64{}}
@@ -98,7 +98,7 @@ func (d *demo) gpuServices(ctx context.Context) error {
 	return nil
 }
 
-// 12. The fix: tensor parallel 8, one node's GPUs.
+// 15. The fix: tensor parallel 8, one node's GPUs.
 func (d *demo) gpuFix(ctx context.Context) error {
 	d.header("Fix big: helm upgrade -f " + gpuFixValuesFile + " (tensor parallel 8: the 8 GPUs of one node)")
 	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.gpuValues(true)...); err != nil {
@@ -132,7 +132,7 @@ func (d *demo) gpuFix(ctx context.Context) error {
 	return nil
 }
 
-// 13. Delete big: the garbage collector removes its Deployments,
+// 16. Delete big: the garbage collector removes its Deployments,
 // ReplicaSets and Pods.
 func (d *demo) garbageCollect(ctx context.Context) error {
 	d.header("Delete big (kubectl delete llminferenceservice big): the garbage collector removes its Deployments, ReplicaSets and Pods")

@@ -156,7 +156,7 @@ func (d *demo) serviceAccountKubeconfig(ctx context.Context, dir string) (string
 	return path, nil
 }
 
-// 10. MaaS: two users' models and a token.
+// 13. MaaS: two users' models and a token.
 func (d *demo) maas(ctx context.Context) error {
 	d.header("Models-as-a-Service: `kubectl get models -A` as two users of different tiers, and a token request")
 	if d.apiServer == nil {
