@@ -212,5 +212,5 @@ bench-apiserver: test-assets ## List models (kubectl get models -A) through the 
 	KUBEBUILDER_ASSETS=$(ASSETS) PATH="$(ASSETS):$$PATH" go test ./test/apiserver/ -run '^$$' -bench '^BenchmarkListModels$$' -benchtime 2000x -count 5
 
 .PHONY: update-golden
-update-golden: test-assets image package build ## Rewrite the golden files under testdata/ from the current output; review the diff.
+update-golden: test-assets image package build ## Rewrite the golden files under testdata/ from the current output: fails naming each file it rewrote (review the diff, then make test); refused when CI is set.
 	$(TEST_ENV) go test ./... -update

@@ -3,7 +3,12 @@
 //
 //	go test ./... -update
 //
-// Review every rewritten file in the diff before committing it.
+// A run with -update fails for each file it rewrote, naming it, so that a
+// run that changed goldens is never green: review every rewritten file in
+// the diff, then run the tests again without -update. -update is refused
+// when CI is set, and output holding the test binary's name (client-go's
+// default field manager) fails with or without it: goldens hold nothing
+// that depends on the machine or on how the binary was built.
 //
 // It also holds what the tests over a corpus of testdata files, and table
 // tests, share: Glob finds the cases, WantError reads the message a

@@ -29,6 +29,9 @@ import (
 const (
 	v1PoolCRD     = "inferencepools.inference.networking.k8s.io"
 	objectivesCRD = "inferenceobjectives.inference.networking.x-k8s.io"
+	// crdCreator is the field manager of the serving CRDs as withoutGIE
+	// creates them: kubectl create's.
+	crdCreator = "kubectl-create"
 )
 
 // TestCRDLifecycle walks the GIE CRDs through a control plane that has
@@ -276,7 +279,10 @@ func withoutGIE(t *testing.T) *controlplane.ControlPlane {
 	}
 	createCRDs := func(defs []*apiextensionsv1.CustomResourceDefinition) {
 		for _, crd := range defs {
-			if err := cp.Client.Create(ctx, crd.DeepCopy()); err != nil {
+			// As kubectl create would: a field manager of its own, not
+			// client-go's default (this test binary's name), which would
+			// put how the binary was built into the goldens.
+			if err := cp.Client.Create(ctx, crd.DeepCopy(), client.FieldOwner(crdCreator)); err != nil {
 				t.Fatalf("create CRD %s: %v", crd.Name, err)
 			}
 		}
