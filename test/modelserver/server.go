@@ -109,7 +109,9 @@ type podServer struct {
 	ports               []Port
 	opts                Options
 	load                *load
-	servers             []*http.Server
+	// received are the requests the pod got, headers and all.
+	received received
+	servers  []*http.Server
 	// version tells a changed pod from the one being served: the pod's
 	// IP, model and ports.
 	version string
@@ -125,6 +127,7 @@ func (s *podServer) start(certs func(Port) (*tls.Certificate, error)) error {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /metrics", s.metrics)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.received.add(s.namespace+"/"+s.name, r)
 		w.Header().Set("X-Model-Server-Pod", s.name)
 		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 			w.Header().Set("X-Model-Server-Address", a.String())
