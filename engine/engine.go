@@ -103,14 +103,20 @@ type Options struct {
 	// controller reads the cluster, render and post-render their input.
 	// Nil: no ConfigMap is known, and a service that names one fails.
 	ConfigMaps ConfigMapLookup
-	// Auth says the gateways check every request (docs/auth.md): a
-	// gateway-wide Kuadrant AuthPolicy, which the chart renders, lets a
-	// caller through only with a token whose identity may get the service
-	// the path names. A service annotated
-	// convention.AnnotationEnableAuth "false" then gets an AuthPolicy of
-	// its own on its route that lets anyone in. Off: no policy is
-	// rendered and the annotation is ignored.
+	// Auth says the gateways check every request (docs/auth.md): the
+	// gateway-wide Kuadrant AuthPolicy, which the chart renders, refuses
+	// every request (a default deny), and each route of a service gets an
+	// AuthPolicy of its own that lets a caller through only with a token
+	// whose identity may get that service, named literally; the managed
+	// route drops the Authorization header before the model server. A
+	// service annotated convention.AnnotationEnableAuth "false" gets an
+	// AuthPolicy on its route that lets anyone in instead. Off: no policy
+	// is rendered and the annotation is ignored.
 	Auth bool
+	// AuthAudiences are the audiences the services' TokenReview accepts
+	// tokens for (--auth-audiences; default
+	// convention.DefaultAuthAudience).
+	AuthAudiences []string
 	// PoolRefGroups are the API groups the pool named by
 	// spec.router.scheduler.pool.ref exists in; the routes name it in
 	// those only (build.RefPool). The controller looks the pool up; empty
@@ -209,6 +215,7 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		InternalGateway: build.GatewayRef{Name: opts.InternalGatewayName, Namespace: opts.InternalGatewayNamespace},
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
 		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups, Auth: opts.Auth,
+		AuthAudiences: opts.AuthAudiences,
 	}
 	if opts.Tiers != nil && opts.MaaSGatewayName != "" && !p.Stopped && len(opts.Tiers.Grant(tier.ReadAnnotation(p.svc.Annotations)).Tiers) > 0 {
 		bopts.MaaSGateway = build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace}
@@ -376,8 +383,8 @@ var kindOrder = []struct {
 	{"Deployment", 2}, {"LeaderWorkerSet", 2},
 	{"InferencePool", 3}, {"HTTPRoute", 3},
 	{"DestinationRule", 3}, {"BackendTLSPolicy", 3}, {"PodMonitor", 3}, {"ServiceMonitor", 3},
-	// A route's anonymous AuthPolicy: applied with the route. Until it is
-	// in force the gateway's policy covers the route, which fails closed.
+	// A route's AuthPolicy: applied with the route. Until it is in force
+	// the gateway's default deny covers the route.
 	{"AuthPolicy", 3},
 	// The actuators come after the workloads they scale.
 	{build.KindHPA, 3}, {build.KindScaledObject, 3},

@@ -38,8 +38,9 @@ type caseOptions struct {
 	Monitoring         bool   `json:"monitoring"`
 	// KEDA "false" renders as for a cluster without KEDA's CRDs.
 	KEDA string `json:"keda"`
-	// Auth is --enable-auth.
-	Auth bool `json:"auth"`
+	// Auth is --enable-auth, AuthAudiences --auth-audiences.
+	Auth          bool     `json:"auth"`
+	AuthAudiences []string `json:"authAudiences"`
 	// The Prometheus that ScaledObjects under wva.keda query.
 	PrometheusURL             string `json:"prometheusUrl"`
 	PrometheusAuthModes       string `json:"prometheusAuthModes"`
@@ -80,6 +81,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.Monitoring = opts.Monitoring
 	eopts.WithoutKEDA = opts.KEDA == "false"
 	eopts.Auth = opts.Auth
+	eopts.AuthAudiences = opts.AuthAudiences
 	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
 		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
 	var out bytes.Buffer

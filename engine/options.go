@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -42,6 +43,9 @@ func (o Options) Defaults() Options {
 	if o.OCIModelSource == "" {
 		o.OCIModelSource = convention.OCIModelcar
 	}
+	if len(o.AuthAudiences) == 0 {
+		o.AuthAudiences = []string{convention.DefaultAuthAudience}
+	}
 	return o
 }
 
@@ -59,6 +63,11 @@ func (o Options) Validate() error {
 	}
 	if err := checkPrometheus(o.Prometheus); err != nil {
 		errs = append(errs, fmt.Errorf("field Prometheus: %w", err))
+	}
+	for i, a := range o.AuthAudiences {
+		if strings.TrimSpace(a) == "" {
+			errs = append(errs, fmt.Errorf("field AuthAudiences[%d]: empty; name an audience of the API server's tokens", i))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -95,8 +104,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the Models-as-a-Service Gateway (ODH's maas-default-gateway): with MaaS tiers, the managed route of a service "+
 			"whose tiers annotation grants a tier attaches to it too; empty: none")
 	fs.StringVar(&o.MaaSGatewayNamespace, "maas-gateway-namespace", "", "its namespace; default: the system namespace")
-	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): a service annotated "+
-		convention.AnnotationEnableAuth+`="false" gets an anonymous AuthPolicy on its route`)
+	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): each service's route "+
+		"gets an AuthPolicy that lets through only callers who may get the service, and drops their Authorization header "+
+		"before the model server; a service annotated "+convention.AnnotationEnableAuth+`="false" gets an anonymous one`)
+	fs.StringSliceVar(&o.AuthAudiences, "auth-audiences", []string{convention.DefaultAuthAudience},
+		"with --enable-auth: the audiences the services' TokenReview accepts bearer tokens for (comma-separated; docs/auth.md, \"Audiences\")")
 	fs.StringToStringVar(&o.Images, "image", nil, "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml "+
 		"(vllm, routingSidecar, endpointPicker, inferenceSimulator, "+StorageInitializerImageKey+") or adds one for team presets")
 	fs.Var(newParsed(&o.ImageRegistry, "", func(s string) (string, error) { return s, CheckImageRegistry(s) }), "image-registry",

@@ -92,8 +92,9 @@ const (
 	// RoleMonitor is a PodMonitor or ServiceMonitor, or the metrics
 	// reader's token Secret.
 	RoleMonitor Role = "monitor"
-	// RoleAuth is the anonymous AuthPolicy on the route of a service
-	// opened with convention.AnnotationEnableAuth "false" while auth is on.
+	// RoleAuth is the AuthPolicy on a route of the service while auth is
+	// on: the protected service's, or the anonymous one of a service
+	// opened with convention.AnnotationEnableAuth "false".
 	RoleAuth Role = "auth"
 	// RoleAutoscaler is the main workload's actuator (an HPA or a KEDA
 	// ScaledObject); RolePrefillAutoscaler the prefill workload's.

@@ -58,10 +58,15 @@ type Options struct {
 	WithoutKEDA bool
 	// Prometheus is what a ScaledObject under wva.keda queries.
 	Prometheus Prometheus
-	// Auth says the gateways check every request: a service annotated
-	// convention.AnnotationEnableAuth "false" gets an anonymous AuthPolicy
-	// on its managed route.
+	// Auth says the gateways check every request: each route of the
+	// service gets an AuthPolicy that authorizes against the service (an
+	// anonymous one for a service annotated
+	// convention.AnnotationEnableAuth "false"), and the managed route drops
+	// the caller's Authorization header before the model server.
 	Auth bool
+	// AuthAudiences are the audiences a protected service's TokenReview
+	// accepts tokens for.
+	AuthAudiences []string
 	// PoolRefGroups are the API groups (GroupPoolV1, GroupPoolV1alpha2)
 	// the pool named by spec.router.scheduler.pool.ref exists in, as the
 	// controller found it. Empty: not known (offline), or found in none;
@@ -126,7 +131,7 @@ func Children(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	if err := b.route(); err != nil {
 		return nil, err
 	}
-	if err := b.anonymousAuth(); err != nil {
+	if err := b.serviceAuth(); err != nil {
 		return nil, err
 	}
 	b.gatewayTLS()

@@ -50,6 +50,9 @@ func (b *builder) route() error {
 	if err := b.checkRoute(spec.Rules); err != nil {
 		return err
 	}
+	if err := b.stripCredentials(spec.Rules); err != nil {
+		return err
+	}
 	for i := range spec.Rules {
 		spec.Rules[i].BackendRefs = b.backends(spec.Rules[i].BackendRefs)
 	}

@@ -68,9 +68,13 @@ const (
 	// ConditionAuthPolicyAffected is True in that status when an
 	// AuthPolicy (the gateway's or the route's own) enforces on the route.
 	ConditionAuthPolicyAffected = "kuadrant.io/AuthPolicyAffected"
-	// RouteAuthPolicySuffix names a service's anonymous AuthPolicy:
-	// <service>-kserve-route-authn, as ODH names it.
+	// RouteAuthPolicySuffix names the AuthPolicy of a service's managed
+	// route (auth on): <service>-kserve-route-authn, as ODH names it.
 	RouteAuthPolicySuffix = "-kserve-route-authn"
+	// DefaultAuthAudience is the audience a service's TokenReview accepts
+	// tokens for unless told otherwise: the API server's own on OpenShift
+	// (docs/auth.md, "Audiences").
+	DefaultAuthAudience = "https://kubernetes.default.svc"
 )
 
 // Gateways, in the system namespace unless told otherwise.

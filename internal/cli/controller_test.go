@@ -34,7 +34,8 @@ func TestControllerFlags(t *testing.T) {
 			SystemNamespace: "opendatahub", CertMode: convention.CertSelfSigned, OCIModelSource: convention.OCIModelcar,
 			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
 			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
-			Prometheus: build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
+			Prometheus:    build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
+			AuthAudiences: []string{convention.DefaultAuthAudience},
 		},
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
@@ -55,7 +56,8 @@ func TestControllerFlags(t *testing.T) {
 		"--image-registry=mirror.example.com", "--oci-model-source=image-volume", "--zap-log-level=debug",
 		"--maas", "--tier-config-namespace=maas", "--tier-config-name=tiers", "--tier-namespace-prefix=acme-tier-",
 		"--prometheus-url=https://thanos:9091", "--prometheus-auth-modes=bearer", "--prometheus-trigger-auth-name=prom",
-		"--prometheus-trigger-auth-kind=ClusterTriggerAuthentication", "--prometheus-unsafe-ssl")
+		"--prometheus-trigger-auth-kind=ClusterTriggerAuthentication", "--prometheus-unsafe-ssl",
+		"--enable-auth", "--auth-audiences=https://a.example.com,https://b.example.com")
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
@@ -66,6 +68,7 @@ func TestControllerFlags(t *testing.T) {
 			ImageRegistry: "mirror.example.com", OCIModelSource: convention.OCIImageVolume,
 			Prometheus: build.Prometheus{URL: "https://thanos:9091", AuthModes: "bearer", TriggerAuthName: "prom",
 				TriggerAuthKind: "ClusterTriggerAuthentication", UnsafeSSL: true},
+			Auth: true, AuthAudiences: []string{"https://a.example.com", "https://b.example.com"},
 		},
 		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",

@@ -181,13 +181,14 @@ spec:
 }
 
 // Static mode with auth on fails closed: Helm applies the routes, so the
-// render refuses a protected service's route when no AuthPolicy in the
-// stream targets its Gateway, names the Gateway and the route, and writes
-// nothing. With the chart's gateway policy in the stream, or the service
-// opened with the annotation (its own anonymous AuthPolicy), it renders;
-// either way the output then holds an AuthPolicy beside the route, which
-// Helm cannot map while Kuadrant's CRDs are missing
-// (TestIntegrationHelmStaticAuthWithoutKuadrant).
+// render writes a route only with an AuthPolicy that covers it in the
+// same stream. Every service's route brings its own (the protected
+// service's, which names it; the anonymous one of a service opened with
+// the annotation), whether or not the chart's gateway policy is there;
+// either way the output holds an AuthPolicy beside the route, which Helm
+// cannot map while Kuadrant's CRDs are missing
+// (TestIntegrationHelmStaticAuthWithoutKuadrant). A route without its
+// policy is refused (offline.TestCheckGuarded).
 func TestPostRenderStaticAuthFailsClosed(t *testing.T) {
 	svc := "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: chat, namespace: team%s}\n" +
 		"spec: {baseRefs: [{name: kserve-config-llm-cpu-simulator}], router: {route: {}, gateway: {}, scheduler: {}}}\n"
@@ -195,19 +196,31 @@ func TestPostRenderStaticAuthFailsClosed(t *testing.T) {
 	opened := fmt.Sprintf(svc, `, annotations: {security.opendatahub.io/enable-auth: "false"}`)
 	gatewayPolicy := "---\napiVersion: kuadrant.io/v1\nkind: AuthPolicy\nmetadata: {name: kserve-ingress-gateway-authn, namespace: opendatahub}\n" +
 		"spec: {targetRef: {group: gateway.networking.k8s.io, kind: Gateway, name: kserve-ingress-gateway}, rules: {}}\n"
-	otherGateway := strings.Replace(gatewayPolicy, "name: kserve-ingress-gateway}", "name: elsewhere}", 1)
 	args := []string{"post-render", "--mode", "static", "--enable-auth"}
 
-	failsQuietly(t, protected, "<stdin>:1: auth is on (--enable-auth) and no AuthPolicy in the stream targets Gateway opendatahub/kserve-ingress-gateway, "+
-		"which HTTPRoute team/chat-kserve-route attaches to", args...)
-	failsQuietly(t, protected+otherGateway, "targets Gateway opendatahub/kserve-ingress-gateway", args...)
-	for name, stream := range map[string]string{"the gateway's policy in the stream": protected + gatewayPolicy, "the service opened": opened} {
+	for name, c := range map[string]struct {
+		stream    string
+		anonymous bool
+	}{
+		"protected, no gateway policy":    {stream: protected},
+		"protected, the gateway's policy": {stream: protected + gatewayPolicy},
+		"the service opened":              {stream: opened, anonymous: true},
+	} {
 		kinds := map[string]int{}
-		for _, d := range documents(t, stream, args...) {
+		var policy *unstructured.Unstructured
+		for _, d := range documents(t, c.stream, args...) {
 			kinds[d.Object.GetKind()]++
+			if d.Object.GetKind() == "AuthPolicy" && d.Object.GetName() == "chat-kserve-route-authn" {
+				policy = d.Object
+			}
 		}
-		if kinds["HTTPRoute"] != 1 || kinds["AuthPolicy"] != 1 {
-			t.Errorf("%s: %d HTTPRoute and %d AuthPolicy in the output, want one of each", name, kinds["HTTPRoute"], kinds["AuthPolicy"])
+		if kinds["HTTPRoute"] != 1 || policy == nil {
+			t.Errorf("%s: %d HTTPRoute and AuthPolicy chat-kserve-route-authn %v in the output (kinds %v), want the route and its policy", name, kinds["HTTPRoute"], policy != nil, kinds)
+			continue
+		}
+		_, anonymous, _ := unstructured.NestedMap(policy.Object, "spec", "rules", "authentication", "public", "anonymous")
+		if anonymous != c.anonymous {
+			t.Errorf("%s: the route's AuthPolicy anonymous %t, want %t", name, anonymous, c.anonymous)
 		}
 	}
 	// Auth off: nothing to guard.

@@ -14,17 +14,17 @@ import (
 )
 
 // withholdRoute fails closed (docs/auth.md): with auth on, the managed
-// route (and the anonymous AuthPolicy) is not applied, and prune deletes
-// one applied before, while nothing would check the requests it lets in:
-// Kuadrant's AuthPolicy CRD is not usable, or, for a protected service, a
-// Gateway the route attaches to has no AuthPolicy (the chart makes
-// <gateway>-authn with auth.enabled). A service opened with the
-// enable-auth annotation brings its own policy for its route. The
-// workloads are not held back. The route comes when what was missing
-// does: the CRD watcher, and the watch of AuthPolicies, reconcile the
-// services then. In static mode Helm applies the route. A service whose
-// routes are its own has only its anonymous AuthPolicies held back while
-// the CRD is missing.
+// route (and its AuthPolicy) is not applied, and prune deletes one applied
+// before, while nothing would check the requests it lets in: Kuadrant's
+// AuthPolicy CRD is not usable, or, for a protected service, a Gateway the
+// route attaches to has no AuthPolicy (the chart's <gateway>-authn, a
+// default deny that covers the route until the route's own policy is in
+// force). A service opened with the enable-auth annotation brings its own
+// anonymous policy and does not wait for the gateway's. The workloads are
+// not held back. The route comes when what was missing does: the CRD
+// watcher, and the watch of AuthPolicies, reconcile the services then. In
+// static mode Helm applies the route. A service whose routes are its own
+// has only its AuthPolicies held back while the CRD is missing.
 func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 	if !r.opts.Auth || r.opts.StaticMode {
 		return nil
@@ -32,8 +32,7 @@ func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 	route := p.res.Named(engine.RoleRoute)
 	if route == "" {
 		// Routes of the user's own (route.http.refs) are theirs: neither
-		// applied nor withheld. Their anonymous AuthPolicies, for a service
-		// opened with the annotation, come with the CRD.
+		// applied nor withheld. Their AuthPolicies come with the CRD.
 		if !r.kinds.hasCRD(crdAuthPolicy) {
 			p.res = p.res.Without(engine.RoleAuth)
 		}
@@ -46,7 +45,7 @@ func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 			"so HTTPRoute %s is not served: no request may reach the model unchecked. Install Kuadrant (Red Hat Connectivity Link "+
 			"on OpenShift); the route comes when the CRD does. Or turn auth off (chart value auth.enabled=false)",
 			crdAuthPolicy, convention.KuadrantGroup, route)
-	case p.res.Named(engine.RoleAuth) == "":
+	case r.needsAuthPolicy(p):
 		unprotected, err := r.unprotectedGateways(ctx, p)
 		if err != nil {
 			return err

@@ -123,7 +123,8 @@ var childKinds = []kind{
 	{gvk: gvkBackendTLSPolicy, crd: crdBackendTLSPolicy},
 	{gvk: gvkPodMonitor, crd: crdPodMonitor},
 	{gvk: gvkServiceMonitor, crd: crdServiceMonitor},
-	// A service's anonymous AuthPolicy (auth on, enable-auth "false").
+	// A service's AuthPolicies on its routes (auth on): protected, or
+	// anonymous for enable-auth "false".
 	{gvk: gvkAuthPolicy, crd: crdAuthPolicy},
 }
 

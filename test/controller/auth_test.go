@@ -16,6 +16,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -57,11 +58,12 @@ spec:
 // and the service opened with the enable-auth annotation gets its anonymous
 // AuthPolicy, owned by it; the protected service's route waits, with its
 // status saying so, until an AuthPolicy targets its Gateway (the chart's
-// <gateway>-authn). A protected route is ready only once Kuadrant
-// reports, on a kuadrant.io/policy-controller parent, that an AuthPolicy is
-// enforced on it (as ODH's KServe requires); the opened service does not
-// wait for it, and loses its policy when the annotation goes. When the CRD
-// goes, so do the routes.
+// <gateway>-authn, a default deny), then comes with its own AuthPolicy,
+// owned by it, that names it. A protected route is ready only once
+// Kuadrant reports, on a kuadrant.io/policy-controller parent, that an
+// AuthPolicy is enforced on it (as ODH's KServe requires); the opened
+// service does not wait for it, and its policy names it again when the
+// annotation goes. When the CRD goes, so do the routes.
 //
 // One test, so the shared control plane installs and deletes the CRD once.
 func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
@@ -120,16 +122,28 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	if msg := cond(svc, httpRoutesReady).Message; !strings.Contains(msg, e.sys+"/kserve-ingress-gateway") {
 		t.Errorf("HTTPRoutesReady message %q does not name the Gateway", msg)
 	}
-	if e.exists(route(), "sim-kserve-route") {
-		t.Error("HTTPRoute sim-kserve-route exists while no AuthPolicy targets its Gateway")
+	for _, o := range []struct {
+		obj  func() client.Object
+		name string
+	}{{route, "sim-kserve-route"}, {authPolicy, "sim-kserve-route-authn"}} {
+		if e.exists(o.obj(), o.name) {
+			t.Errorf("%s exists while no AuthPolicy targets its Gateway", o.name)
+		}
 	}
 	// The gateway's AuthPolicy, as the chart makes it with auth.enabled.
+	// The protected service's route comes with its own policy, which names
+	// the service literally, owned by it.
 	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
 	e.waitExists(route, "sim-kserve-route")
-	if e.exists(authPolicy(), "sim-kserve-route-authn") {
-		t.Error("an anonymous AuthPolicy for a service that did not ask to be opened")
-	}
+	e.waitExists(authPolicy, "sim-kserve-route-authn")
 	policy := authPolicy()
+	e.must(e.c.Get(context.Background(), clientKey(e.ns, "sim-kserve-route-authn"), policy))
+	if got := reviewedService(policy.(*unstructured.Unstructured)); got != e.ns+"/sim" {
+		t.Errorf("AuthPolicy sim-kserve-route-authn authorizes against %q, want the service %s/sim", got, e.ns)
+	}
+	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("sim").UID {
+		t.Errorf("AuthPolicy sim-kserve-route-authn is not controlled by its service: %v", policy.GetOwnerReferences())
+	}
 	e.must(e.c.Get(context.Background(), clientKey(e.ns, "open-kserve-route-authn"), policy))
 	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("open").UID {
 		t.Errorf("AuthPolicy open-kserve-route-authn is not controlled by its service: %v", policy.GetOwnerReferences())
@@ -165,16 +179,39 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	e.simulateKuadrant(metav1.ConditionFalse)
 	e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthNotEnforced)
 
-	// open is protected again: its anonymous policy goes.
+	// open is protected again: its policy names it instead of letting
+	// anyone in.
 	e.update("open", func(s *v1alpha2.LLMInferenceService) {
 		delete(s.Annotations, convention.AnnotationEnableAuth)
 	})
-	e.waitGone(authPolicy, "open-kserve-route-authn")
+	testenv.Eventually(t, "open's route policy protected again", func() error {
+		p := authPolicy()
+		if err := e.c.Get(context.Background(), clientKey(e.ns, "open-kserve-route-authn"), p); err != nil {
+			return err
+		}
+		if got := reviewedService(p.(*unstructured.Unstructured)); got != e.ns+"/open" {
+			return fmt.Errorf("authorizes against %q", got)
+		}
+		return nil
+	})
 
 	// The AuthPolicy CRD goes: the routes go with it, and the status says so.
 	uninstallCRD(t, crd.Name)
 	e.waitGone(route, "sim-kserve-route", "open-kserve-route")
 	e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, "CRDMissing")
+}
+
+// reviewedService is the namespace/name of the LLMInferenceService a
+// protected route policy's SubjectAccessReview names; "" for another
+// policy (an anonymous one).
+func reviewedService(policy *unstructured.Unstructured) string {
+	attrs := []string{"spec", "rules", "authorization", build.AuthRuleAuthorization, "kubernetesSubjectAccessReview", "resourceAttributes"}
+	ns, _, _ := unstructured.NestedString(policy.Object, append(attrs, "namespace", "value")...)
+	name, _, _ := unstructured.NestedString(policy.Object, append(attrs, "name", "value")...)
+	if ns == "" || name == "" {
+		return ""
+	}
+	return ns + "/" + name
 }
 
 // authPolicyCRD is Kuadrant's AuthPolicy CRD; the tests need no other of

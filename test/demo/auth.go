@@ -21,7 +21,9 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/crds"
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/engine/manifest"
+	"github.com/opendatahub-io/odh-serving/presets"
 	"github.com/opendatahub-io/odh-serving/test/gateway"
 )
 
@@ -41,13 +43,15 @@ type authOutcome struct {
 	Pod           string
 }
 
-// Auth at the gateway: Kuadrant's CRDs and the chart's AuthPolicy on the
-// ingress gateway; the test gateway enforces it (test tooling:
-// gateway.AuthPolicies). A request without a token is refused, one with a
-// token of a ServiceAccount granted get on the service is answered. The
-// controller runs with auth off here, so this shows the gateway's side
-// only (docs/auth.md has the controller's); the policy is deleted after,
-// and the gateway lets everything through again.
+// Auth at the gateway: Kuadrant's CRDs, the chart's AuthPolicy on the
+// ingress gateway (a default deny) and the AuthPolicy the engine renders
+// for the service's route (which names the service); the test gateway
+// enforces them (test tooling: gateway.AuthPolicies). A request without a
+// token is refused, one with a token of a ServiceAccount granted get on
+// the service is answered. The controller runs with auth off here, so this
+// shows the gateway's side only (docs/auth.md has the controller's); the
+// policies are deleted after, and the gateway lets everything through
+// again.
 func (d *demo) auth(ctx context.Context) error {
 	d.header("Auth at the gateway (docs/auth.md): the chart's AuthPolicy, enforced by the test gateway (test tooling: the policy's TokenReview and SubjectAccessReview on the API server, as Authorino's)")
 	defs, err := crds.Load(crds.Kuadrant)
@@ -75,32 +79,47 @@ func (d *demo) auth(ctx context.Context) error {
 	}
 	d.say("Kuadrant's CRDs (AuthPolicy, RateLimitPolicy, TokenRateLimitPolicy), as Kuadrant installs them; no Kuadrant runs")
 
-	// The chart's policy, as helm renders it with auth.enabled=true.
+	// The chart's policy, as helm renders it with auth.enabled=true, and
+	// the audiences its controller renders the services' policies for.
 	args := d.helmArgs("template", release, filepath.Join(d.cfg.Root, chart), "--namespace", systemNamespace,
-		"-f", filepath.Join(d.cfg.Root, valuesFile), "--set", "services=null", "--set", "auth.enabled=true", "--show-only", "templates/auth.yaml")
+		"-f", filepath.Join(d.cfg.Root, valuesFile), "--set", "services=null", "--set", "auth.enabled=true",
+		"--show-only", "templates/auth.yaml", "--show-only", "templates/deployment.yaml")
 	out, err := d.quiet(ctx, d.helm, args...)
 	if err != nil {
 		return err
 	}
-	docs, err := manifest.Split("templates/auth.yaml", []byte(out))
+	docs, err := manifest.Split("helm template", []byte(out))
 	if err != nil {
 		return err
 	}
-	var policy *unstructured.Unstructured
+	var gatewayPolicy *unstructured.Unstructured
+	var audiences []string
 	for _, doc := range docs {
-		if doc.Object.GetKind() == "AuthPolicy" && doc.Object.GetName() == "kserve-ingress-gateway-authn" {
-			policy = doc.Object
+		switch o := doc.Object; o.GetKind() {
+		case "AuthPolicy":
+			if o.GetName() == "kserve-ingress-gateway-authn" {
+				gatewayPolicy = o
+			}
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				cargs, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "args")
+				for _, a := range cargs {
+					if v, ok := strings.CutPrefix(a, "--auth-audiences="); ok {
+						audiences = strings.Split(v, ",")
+					}
+				}
+			}
 		}
 	}
-	if policy == nil {
-		return fmt.Errorf("helm template --set auth.enabled=true rendered no AuthPolicy kserve-ingress-gateway-authn")
+	if gatewayPolicy == nil || len(audiences) == 0 {
+		return fmt.Errorf("helm template --set auth.enabled=true rendered no AuthPolicy kserve-ingress-gateway-authn, or no controller with --auth-audiences")
 	}
-	audiences, _, _ := unstructured.NestedStringSlice(policy.Object, "spec", "rules", "authentication", "kubernetes-user", "kubernetesTokenReview", "audiences")
-	if err := d.c.Create(ctx, policy); err != nil {
-		return fmt.Errorf("create AuthPolicy %s/%s: %w", policy.GetNamespace(), policy.GetName(), err)
+	if err := d.c.Create(ctx, gatewayPolicy); err != nil {
+		return fmt.Errorf("create AuthPolicy %s/%s: %w", gatewayPolicy.GetNamespace(), gatewayPolicy.GetName(), err)
 	}
-	d.out.Auth = &authOutcome{Policy: policy.GetNamespace() + "/" + policy.GetName()}
-	d.say("$ helm template ... --set auth.enabled=true --show-only templates/auth.yaml | kubectl create -f -   # AuthPolicy %s on Gateway kserve-ingress-gateway", d.out.Auth.Policy)
+	d.say("$ helm template ... --set auth.enabled=true --show-only templates/auth.yaml | kubectl create -f -   # AuthPolicy %s/%s on Gateway kserve-ingress-gateway: a default deny",
+		gatewayPolicy.GetNamespace(), gatewayPolicy.GetName())
 
 	targets, err := d.targets(ctx)
 	if err != nil {
@@ -111,6 +130,18 @@ func (d *demo) auth(ctx context.Context) error {
 		return fmt.Errorf("no service %s among %v", authService, d.services)
 	}
 	t := targets[i]
+	// The service's own policy, as the controller renders it with
+	// --enable-auth: the route's name depends on the service's name only.
+	policy, err := routeAuthPolicy(ctx, t.ref.Namespace, t.ref.Name, audiences)
+	if err != nil {
+		return err
+	}
+	if err := d.c.Create(ctx, policy); err != nil {
+		return fmt.Errorf("create AuthPolicy %s/%s: %w", policy.GetNamespace(), policy.GetName(), err)
+	}
+	d.out.Auth = &authOutcome{Policy: policy.GetNamespace() + "/" + policy.GetName()}
+	d.say("AuthPolicy %s on HTTPRoute %s, as the controller renders it with --enable-auth: a token, and get on llminferenceservice %s", d.out.Auth.Policy,
+		policy.GetName()[:len(policy.GetName())-len("-authn")], t.ref)
 	token, err := d.grantedToken(ctx, t.ref.Namespace, audiences)
 	if err != nil {
 		return err
@@ -140,11 +171,39 @@ func (d *demo) auth(ctx context.Context) error {
 		url, authCaller, t.ref.Namespace, strings.Join(audiences, ","), t.model)
 	d.say("  %d %s, answered by pod %s", with.code, http.StatusText(with.code), with.pod)
 
-	if err := d.c.Delete(ctx, policy); err != nil {
-		return fmt.Errorf("delete AuthPolicy %s: %w", d.out.Auth.Policy, err)
+	for _, p := range []*unstructured.Unstructured{policy, gatewayPolicy} {
+		if err := d.c.Delete(ctx, p); err != nil {
+			return fmt.Errorf("delete AuthPolicy %s/%s: %w", p.GetNamespace(), p.GetName(), err)
+		}
 	}
-	d.say("AuthPolicy %s deleted: the gateway lets every request through again (the controller runs with auth off in this demo)", d.out.Auth.Policy)
+	d.say("AuthPolicies %s and %s/%s deleted: the gateway lets every request through again (the controller runs with auth off in this demo)",
+		d.out.Auth.Policy, gatewayPolicy.GetNamespace(), gatewayPolicy.GetName())
 	return nil
+}
+
+// routeAuthPolicy is the AuthPolicy the engine renders, with auth on for
+// audiences, on the managed route of the service namespace/name.
+func routeAuthPolicy(ctx context.Context, namespace, name string, audiences []string) (*unstructured.Unstructured, error) {
+	catalog, err := presets.Default(nil)
+	if err != nil {
+		return nil, err
+	}
+	images, err := presets.Images()
+	if err != nil {
+		return nil, err
+	}
+	svc := &v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	svc.Spec.Router = &v1alpha2.RouterSpec{Route: &v1alpha2.GatewayRoutesSpec{}, Gateway: &v1alpha2.GatewaySpec{}}
+	res, err := engine.Render(ctx, svc, catalog, engine.Options{Images: images, Auth: true, AuthAudiences: audiences})
+	if err != nil {
+		return nil, fmt.Errorf("render the AuthPolicy of %s/%s: %w", namespace, name, err)
+	}
+	for i, o := range res.Objects {
+		if res.Children[i].Role == engine.RoleAuth {
+			return o.(*unstructured.Unstructured).DeepCopy(), nil
+		}
+	}
+	return nil, fmt.Errorf("%s/%s rendered with auth on: no AuthPolicy", namespace, name)
 }
 
 // grantedToken makes the ServiceAccount authCaller in ns, lets it get

@@ -118,7 +118,8 @@ func TestIntegrationDemo(t *testing.T) {
 	}
 }
 
-// checkAuth: through the test gateway enforcing the chart's AuthPolicy, a
+// checkAuth: through the test gateway enforcing the chart's default deny
+// and the route's AuthPolicy, a
 // request without a token was refused (401) and one with a token of a
 // ServiceAccount granted get on the service was answered by one of its
 // pods.
@@ -127,8 +128,8 @@ func checkAuth(t *testing.T, a *authOutcome) {
 	if a == nil {
 		t.Fatal("the demo did not reach the auth step")
 	}
-	if a.Policy != systemNamespace+"/kserve-ingress-gateway-authn" || a.Without != 401 || a.With != 200 || !strings.HasPrefix(a.Pod, authService+"-") {
-		t.Errorf("auth: %+v; want AuthPolicy %s/kserve-ingress-gateway-authn, 401 without a token, 200 from a pod of %s with one", a, systemNamespace, authService)
+	if !strings.HasSuffix(a.Policy, "/"+authService+"-kserve-route-authn") || a.Without != 401 || a.With != 200 || !strings.HasPrefix(a.Pod, authService+"-") {
+		t.Errorf("auth: %+v; want the route's AuthPolicy <namespace>/%s-kserve-route-authn, 401 without a token, 200 from a pod of %s with one", a, authService, authService)
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 )
 
 // renderedPolicies are the AuthPolicies odh-serving renders, from the
-// goldens: the chart's with auth on and with MaaS on, and the engine's
+// goldens: the chart's with auth on (the gateway's default deny) and with
+// MaaS on, and the engine's for a protected service's route and the
 // anonymous one for a service opened with enable-auth "false".
 func renderedPolicies(t *testing.T) map[string]*unstructured.Unstructured {
 	t.Helper()
@@ -33,7 +34,7 @@ func renderedPolicies(t *testing.T) map[string]*unstructured.Unstructured {
 			}
 		}
 	}
-	for _, name := range []string{"kserve-ingress-gateway-authn", "open-kserve-route-authn", "maas-gateway-auth", "maas-default-deny", "odh-serving-maas-api"} {
+	for _, name := range []string{"kserve-ingress-gateway-authn", "closed-kserve-route-authn", "open-kserve-route-authn", "maas-gateway-auth", "maas-default-deny", "odh-serving-maas-api"} {
 		if out[name] == nil {
 			t.Fatalf("no AuthPolicy %s in the goldens", name)
 		}
@@ -63,9 +64,10 @@ func httpRoute(namespace, name string) *gatewayv1.HTTPRoute {
 
 // TestEffectivePolicy picks, among the rendered policies, the one Kuadrant
 // enforces on a request's path: a route's own policy over its gateway's
-// (the anonymous per-service policy, the API server's route on the MaaS
-// gateway), a listener's over its Gateway's (the MaaS policy over the
-// default-deny), an override over everything, the oldest among equals.
+// default deny (a protected service's, the anonymous per-service policy,
+// the API server's route on the MaaS gateway), a listener's over its
+// Gateway's (the MaaS policy over the default-deny), an override over
+// everything, the oldest among equals.
 func TestEffectivePolicy(t *testing.T) {
 	p := renderedPolicies(t)
 	ingress := types.NamespacedName{Namespace: "opendatahub", Name: "kserve-ingress-gateway"}
@@ -76,10 +78,9 @@ func TestEffectivePolicy(t *testing.T) {
 	// An override on the ingress gateway, and policies that target
 	// nothing on the path: another namespace, another gateway, another
 	// listener, another rule.
-	override := p["kserve-ingress-gateway-authn"].DeepCopy()
-	override.SetName("locked-down")
-	rules, _, _ := unstructured.NestedMap(override.Object, "spec", "rules")
-	unstructured.RemoveNestedField(override.Object, "spec", "rules")
+	override := retarget(p["kserve-ingress-gateway-authn"], "", "locked-down", nil)
+	rules, _, _ := unstructured.NestedMap(override.Object, "spec", "defaults", "rules")
+	unstructured.RemoveNestedField(override.Object, "spec", "defaults")
 	if err := unstructured.SetNestedMap(override.Object, map[string]any{"rules": rules}, "spec", "overrides"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestEffectivePolicy(t *testing.T) {
 	younger := retarget(p["open-kserve-route-authn"], "", "a-younger", map[string]string{"name": "twins-kserve-route"})
 	younger.SetCreationTimestamp(metav1.NewTime(time.Unix(2000, 0)))
 
-	base := []*unstructured.Unstructured{p["kserve-ingress-gateway-authn"], p["open-kserve-route-authn"], p["maas-gateway-auth"], p["maas-default-deny"],
+	base := []*unstructured.Unstructured{p["kserve-ingress-gateway-authn"], p["closed-kserve-route-authn"], p["open-kserve-route-authn"], p["maas-gateway-auth"], p["maas-default-deny"],
 		p["odh-serving-maas-api"], elsewhere, otherListener, otherRule, older, younger}
 	for _, c := range []struct {
 		what   string
@@ -101,7 +102,8 @@ func TestEffectivePolicy(t *testing.T) {
 		want   string
 		errHas string
 	}{
-		{what: "a protected service's route: the gateway's policy", at: at(ingress, "http", httpRoute("team-a", "closed-kserve-route")), want: "kserve-ingress-gateway-authn"},
+		{what: "a protected service's route: its own policy", at: at(ingress, "http", httpRoute("team-a", "closed-kserve-route")), want: "closed-kserve-route-authn"},
+		{what: "a route no service's policy covers: the gateway's default deny", at: at(ingress, "http", httpRoute("team-b", "rogue")), want: "kserve-ingress-gateway-authn"},
 		{what: "an opened service's route: its anonymous policy", at: at(ingress, "http", httpRoute("team-a", "open-kserve-route")), want: "open-kserve-route-authn"},
 		{what: "a route of the same name elsewhere: the gateway's", at: at(ingress, "http", httpRoute("team-c", "open-kserve-route")), want: "kserve-ingress-gateway-authn"},
 		{what: "the MaaS listener: its policy over the default-deny", at: at(maas, "http", httpRoute("team-a", "chat-kserve-route")), want: "maas-gateway-auth"},
@@ -132,9 +134,7 @@ func TestEffectivePolicy(t *testing.T) {
 
 	// What the gateway does not model is an error, never a guess.
 	merge := p["kserve-ingress-gateway-authn"].DeepCopy()
-	rules, _, _ = unstructured.NestedMap(merge.Object, "spec", "rules")
-	unstructured.RemoveNestedField(merge.Object, "spec", "rules")
-	_ = unstructured.SetNestedMap(merge.Object, map[string]any{"strategy": "merge", "rules": rules}, "spec", "defaults")
+	_ = unstructured.SetNestedField(merge.Object, "merge", "spec", "defaults", "strategy")
 	if _, err := EffectivePolicy([]unstructured.Unstructured{*merge}, at(ingress, "http", httpRoute("a", "b"))); err == nil || !strings.Contains(err.Error(), "merge") {
 		t.Errorf("the merge strategy: %v, want an error naming it", err)
 	}

@@ -55,11 +55,11 @@ func TestIntegrationHelmPostRender(t *testing.T) {
 
 // TestIntegrationHelmStaticAuthWithoutKuadrant installs the chart with
 // `helm install` and odh-serving as its post-renderer in static mode with
-// auth on, on an API server without Kuadrant's CRDs: the render fails
-// closed (a protected route needs an AuthPolicy on its Gateway in the
-// release), so the release brings an AuthPolicy wherever it brings a
-// route, and Helm refuses the whole release, naming the kind, before it
-// applies anything: no route is served unchecked.
+// auth on, on an API server without Kuadrant's CRDs: the render writes
+// each route with the AuthPolicy that covers it (the service's own), so
+// the release brings an AuthPolicy wherever it brings a route, with or
+// without the gateway's, and Helm refuses the whole release, naming the
+// kind, before it applies anything: no route is served unchecked.
 func TestIntegrationHelmStaticAuthWithoutKuadrant(t *testing.T) {
 	ns := testenv.NewNamespace(t, cp.Client, "static-auth")
 	helm := testenv.HelmFor(t, "helm", testenv.Kubeconfig(t, cp.Config, ns))
@@ -74,8 +74,8 @@ func TestIntegrationHelmStaticAuthWithoutKuadrant(t *testing.T) {
 		_, err := helm.Run(t.Context(), append(args, values...)...)
 		return err
 	}
-	if err := install(); err == nil || !strings.Contains(err.Error(), "no AuthPolicy in the stream targets Gateway opendatahub/kserve-ingress-gateway") {
-		t.Errorf("no gateway policy in the release: %v; want the post-renderer's refusal", err)
+	if err := install(); err == nil || !strings.Contains(err.Error(), `no matches for kind "AuthPolicy"`) {
+		t.Errorf("the route's policy in the release, no gateway policy, no Kuadrant: %v; want Helm's refusal of kind AuthPolicy", err)
 	}
 	if err := install("--set", "auth=true"); err == nil || !strings.Contains(err.Error(), `no matches for kind "AuthPolicy"`) {
 		t.Errorf("the gateway policy in the release, no Kuadrant: %v; want Helm's refusal of kind AuthPolicy", err)

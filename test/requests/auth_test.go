@@ -29,13 +29,16 @@ import (
 // TestAuth sends real requests through the test gateway, which enforces
 // the AuthPolicies in the cluster (gateway.AuthPolicies: their TokenReview
 // and SubjectAccessReview on the real API server), for a service rendered
-// with --enable-auth: the chart's AuthPolicy on the gateway, as `helm
-// template` renders it with auth.enabled. No token, or a token the API
-// server does not accept: 401. A token of a ServiceAccount granted get on
-// the service: answered by a pod, through GIE's endpoint picker. A token
-// without the grant: 403. Once the engine's anonymous AuthPolicy for the
-// service annotated enable-auth "false" is applied, a request without a
-// token is answered; once it is deleted, refused again.
+// with --enable-auth: the chart's default deny on the gateway, as `helm
+// template` renders it with auth.enabled, and the service's own policy on
+// its route, as the engine renders it. No token, or a token the API server
+// does not accept: 401. A token of a ServiceAccount granted get on the
+// service: answered by a pod, through GIE's endpoint picker. A token
+// without the grant: 403. Once the route's policy is the anonymous one the
+// engine renders for the annotation enable-auth "false", a request without
+// a token is answered; back to the protected one, refused again. Without
+// the route's policy, the gateway's default deny refuses even the granted
+// caller.
 func TestAuth(t *testing.T) {
 	e := startPhase(t, convention.PhaseV1, phaseOptions{auth: true})
 	ctx := t.Context()
@@ -57,7 +60,7 @@ func TestAuth(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(body)
 	}
 	pods := map[string]bool{e.podNames[0]: true, e.podNames[1]: true}
-	gwPolicy := "opendatahub/" + convention.IngressGatewayName + "-authn"
+	routePolicy := e.ns + "/" + e.routePolicy.GetName()
 
 	if code, hdr, body := post(e.token); code != http.StatusOK || !pods[hdr.Get("X-Model-Server-Pod")] {
 		t.Errorf("a token granted get on the service: %d from pod %q: %s", code, hdr.Get("X-Model-Server-Pod"), body)
@@ -73,32 +76,53 @@ func TestAuth(t *testing.T) {
 		{"a token without the grant", denied, http.StatusForbidden},
 	} {
 		code, hdr, body := post(c.token)
-		if code != c.want || hdr.Get("X-Model-Server-Pod") != "" || hdr.Get(gateway.AuthPolicyHeader) != gwPolicy {
-			t.Errorf("%s: %d from pod %q by AuthPolicy %q: %s; want %d from the gateway's policy %s, no pod", c.what, code,
-				hdr.Get("X-Model-Server-Pod"), hdr.Get(gateway.AuthPolicyHeader), body, c.want, gwPolicy)
+		if code != c.want || hdr.Get("X-Model-Server-Pod") != "" || hdr.Get(gateway.AuthPolicyHeader) != routePolicy {
+			t.Errorf("%s: %d from pod %q by AuthPolicy %q: %s; want %d from the route's policy %s, no pod", c.what, code,
+				hdr.Get("X-Model-Server-Pod"), hdr.Get(gateway.AuthPolicyHeader), body, c.want, routePolicy)
 		}
 	}
 
-	// Open the service: the anonymous AuthPolicy the engine renders for the
-	// annotation, applied as the controller would.
+	// Open the service: the route's policy becomes the anonymous one the
+	// engine renders for the annotation, applied as the controller would.
 	open := e.svc.DeepCopy()
 	open.Annotations = map[string]string{convention.AnnotationEnableAuth: "false"}
-	anonymous := renderedAuthPolicy(t, open, e.phase)
-	if err := e.c.Create(ctx, anonymous); err != nil {
-		t.Fatal(err)
+	setRules := func(from *unstructured.Unstructured) {
+		t.Helper()
+		rules, _, _ := unstructured.NestedMap(from.Object, "spec", "rules")
+		policy := &unstructured.Unstructured{}
+		policy.SetGroupVersionKind(gateway.AuthPolicyGVK)
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.routePolicy), policy); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedMap(policy.Object, rules, "spec", "rules"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Update(ctx, policy); err != nil {
+			t.Fatal(err)
+		}
 	}
+	setRules(renderedAuthPolicy(t, open, e.phase))
 	testenv.Eventually(t, "a request without a token answered once the service is open", func() error {
 		if code, hdr, body := post(""); code != http.StatusOK || !pods[hdr.Get("X-Model-Server-Pod")] {
 			return fmt.Errorf("%d from pod %q: %s", code, hdr.Get("X-Model-Server-Pod"), body)
 		}
 		return nil
 	})
-	if err := e.c.Delete(ctx, anonymous); err != nil {
-		t.Fatal(err)
-	}
+	setRules(e.routePolicy)
 	testenv.Eventually(t, "a request without a token refused once the service is closed again", func() error {
 		if code, _, body := post(""); code != http.StatusUnauthorized {
 			return fmt.Errorf("%d: %s", code, body)
+		}
+		return nil
+	})
+	// No policy on the route: the gateway's default deny.
+	if err := e.c.Delete(ctx, e.routePolicy.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	gwPolicy := "opendatahub/" + convention.IngressGatewayName + "-authn"
+	testenv.Eventually(t, "the granted caller refused by the gateway's default deny once the route's policy is gone", func() error {
+		if code, hdr, body := post(e.token); code != http.StatusForbidden || hdr.Get(gateway.AuthPolicyHeader) != gwPolicy {
+			return fmt.Errorf("%d by AuthPolicy %q: %s", code, hdr.Get(gateway.AuthPolicyHeader), body)
 		}
 		return nil
 	})
@@ -107,11 +131,12 @@ func TestAuth(t *testing.T) {
 // caller is the ServiceAccount protect grants get on the service.
 const caller = "caller"
 
-// protect applies the chart's AuthPolicy for the Gateway gw, as `helm
-// template` renders it with auth.enabled, grants the ServiceAccount caller
-// get on svc, and returns the policy's audiences and a token of caller for
-// them.
-func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha2.LLMInferenceService) ([]string, string) {
+// protect applies the chart's AuthPolicy for the Gateway gw (its default
+// deny), as `helm template` renders it with auth.enabled, and the
+// service's own AuthPolicy from res, grants the ServiceAccount caller get
+// on svc, and returns the route's policy, the audiences it accepts and a
+// token of caller for them.
+func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha2.LLMInferenceService, res *engine.Result) (*unstructured.Unstructured, []string, string) {
 	tb.Helper()
 	ctx := tb.Context()
 	helm := testenv.HelmFor(tb, "helm", "")
@@ -129,19 +154,6 @@ func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rules, err := authpolicy.Parse(policy)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var audiences []string
-	for _, a := range rules.Authentication {
-		if a.KubernetesTokenReview != nil {
-			audiences = append(audiences, a.KubernetesTokenReview.Audiences...)
-		}
-	}
-	if len(audiences) == 0 {
-		tb.Fatalf("AuthPolicy %s/%s: no TokenReview audience", gw.Namespace, policy.GetName())
-	}
 	if err := c.Create(ctx, policy); err != nil {
 		tb.Fatalf("create AuthPolicy %s/%s: %v", gw.Namespace, policy.GetName(), err)
 	}
@@ -152,6 +164,31 @@ func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha
 			tb.Errorf("delete AuthPolicy %s/%s: %v", gw.Namespace, policy.GetName(), err)
 		}
 	})
+	var route *unstructured.Unstructured
+	for i, o := range res.Objects {
+		if res.Children[i].Role == engine.RoleAuth {
+			route = o.(*unstructured.Unstructured).DeepCopy()
+		}
+	}
+	if route == nil {
+		tb.Fatalf("service %s/%s rendered with --enable-auth: no AuthPolicy", svc.Namespace, svc.Name)
+	}
+	rules, err := authpolicy.Parse(route)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var audiences []string
+	for _, a := range rules.Authentication {
+		if a.KubernetesTokenReview != nil {
+			audiences = append(audiences, a.KubernetesTokenReview.Audiences...)
+		}
+	}
+	if len(audiences) == 0 {
+		tb.Fatalf("AuthPolicy %s/%s: no TokenReview audience", route.GetNamespace(), route.GetName())
+	}
+	if err := c.Create(ctx, route.DeepCopy()); err != nil {
+		tb.Fatalf("create AuthPolicy %s/%s: %v", route.GetNamespace(), route.GetName(), err)
+	}
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-caller"},
 		Rules: []rbacv1.PolicyRule{{
@@ -168,7 +205,7 @@ func protect(tb testing.TB, c client.Client, gw *gatewayv1.Gateway, svc *v1alpha
 			tb.Fatal(err)
 		}
 	}
-	return audiences, saToken(tb, c, svc.Namespace, caller, audiences)
+	return route, audiences, saToken(tb, c, svc.Namespace, caller, audiences)
 }
 
 // saToken makes the ServiceAccount namespace/name if it is missing and
@@ -187,13 +224,14 @@ func saToken(tb testing.TB, c client.Client, namespace, name string, audiences [
 }
 
 // renderedAuthPolicy renders svc with --enable-auth and returns its
-// AuthPolicy (the anonymous one of a service opened with the annotation).
-func renderedAuthPolicy(tb testing.TB, svc *v1alpha2.LLMInferenceService, phase convention.Phase) client.Object {
+// route's AuthPolicy (the anonymous one of a service opened with the
+// annotation).
+func renderedAuthPolicy(tb testing.TB, svc *v1alpha2.LLMInferenceService, phase convention.Phase) *unstructured.Unstructured {
 	tb.Helper()
 	res := render(tb, svc, phase, true)
 	for i, o := range res.Objects {
 		if res.Children[i].Role == engine.RoleAuth {
-			return o.DeepCopyObject().(client.Object)
+			return o.(*unstructured.Unstructured).DeepCopy()
 		}
 	}
 	tb.Fatalf("service %s/%s with %s %q: no AuthPolicy rendered", svc.Namespace, svc.Name, convention.AnnotationEnableAuth, svc.Annotations[convention.AnnotationEnableAuth])

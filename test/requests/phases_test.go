@@ -23,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -83,10 +84,12 @@ type phaseEnv struct {
 	// svc is the service as rendered, and phase its phase.
 	svc   *v1alpha2.LLMInferenceService
 	phase convention.Phase
-	// With phaseOptions.auth: the gateway's AuthPolicy's audiences, and a
-	// token of a ServiceAccount granted get on the service (send uses it).
-	audiences []string
-	token     string
+	// With phaseOptions.auth: the route's AuthPolicy as applied, the
+	// audiences it accepts, and a token of a ServiceAccount granted get
+	// on the service (send uses it).
+	routePolicy *unstructured.Unstructured
+	audiences   []string
+	token       string
 }
 
 // phaseOptions vary startPhase.
@@ -94,8 +97,8 @@ type phaseOptions struct {
 	// responseTime is how long a completion takes; 0 is the simulator's
 	// default.
 	responseTime time.Duration
-	// auth renders with --enable-auth, installs Kuadrant's CRDs and the
-	// chart's AuthPolicy of the gateway, and has the gateway enforce the
+	// auth renders with --enable-auth, applies the chart's AuthPolicy of
+	// the gateway and the service's own, and has the gateway enforce the
 	// AuthPolicies in the cluster (gateway.AuthPolicies).
 	auth bool
 }
@@ -404,7 +407,7 @@ func startPhase(tb testing.TB, phase convention.Phase, o phaseOptions) *phaseEnv
 	}}
 	e := &phaseEnv{c: c, ns: ns, gwLog: gwLog, log: log, svc: svc, phase: phase}
 	if o.auth {
-		e.audiences, e.token = protect(tb, c, gw, svc)
+		e.routePolicy, e.audiences, e.token = protect(tb, c, gw, svc, res)
 		gwOpts.Authorizer = gateway.AuthPolicies{Reader: informers, Reviewer: authpolicy.Authorizer{Client: c}}
 	}
 	router := gateway.NewRouter(informers, gwOpts)

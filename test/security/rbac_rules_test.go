@@ -68,8 +68,8 @@ var chartRules = []chartRule{
 		"gateway.networking.k8s.io/backendtlspolicies", "monitoring.coreos.com/podmonitors", "monitoring.coreos.com/servicemonitors"},
 		[]string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil, whyChildren},
 	{"odh-serving-controller", []string{"kuadrant.io/authpolicies"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil,
-		"auth on: the anonymous AuthPolicy on the route of each service annotated security.opendatahub.io/enable-auth: \"false\" " +
-			"(docs/auth.md); names are per service"},
+		"auth on: the AuthPolicy on each route of each service, which names the service (anonymous for one annotated " +
+			"security.opendatahub.io/enable-auth: \"false\"; docs/auth.md); names are per service"},
 	{"odh-serving-controller", []string{"/secrets"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil,
 		"self-signed mode: each service's serving certificate, the webhook's, the CA and the CA bundle Secret for Istio " +
 			"gateways; with monitoring: the metrics readers' token Secrets. Names are per service, so not limited by name; " +

@@ -80,6 +80,7 @@ var optionFlags = map[string]string{
 	"istioShadowService": "--istio-shadow-service",
 	"monitoring":         "--monitoring",
 	"auth":               "--enable-auth",
+	"authAudiences":      "--auth-audiences",
 	// tiers is not a flag: render reads the tier list from the ConfigMap
 	// tier-to-group-mapping in its input (see tiersInput).
 	"tierNamespacePrefix": "--tier-namespace-prefix",
@@ -108,6 +109,14 @@ func caseFlags(t *testing.T, dir string) []string {
 	var flags []string
 	for _, key := range slices.Sorted(maps.Keys(opts)) {
 		value := fmt.Sprint(opts[key])
+		if list, ok := opts[key].([]any); ok {
+			// A list flag takes its items comma-separated.
+			items := make([]string, 0, len(list))
+			for _, v := range list {
+				items = append(items, fmt.Sprint(v))
+			}
+			value = strings.Join(items, ",")
+		}
 		if key == "tiers" {
 			flags = append(flags, "-f", tiersInput(t, value))
 			continue

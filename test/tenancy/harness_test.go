@@ -66,8 +66,8 @@ type Harness struct {
 	// URL is the ingress Gateway's listener "http", served by the test
 	// gateway.
 	URL string
-	// Audiences are those the chart's gateway AuthPolicy accepts tokens
-	// for; Token asks for them.
+	// Audiences are those the chart's controller renders the services'
+	// AuthPolicies for (--auth-audiences); Token asks for them.
 	Audiences []string
 	// ChartPolicies are the AuthPolicies of `helm template` with
 	// auth.enabled=true, as applied.
@@ -113,23 +113,17 @@ func New(t *testing.T) *Harness {
 	}
 	h.Create(t, gw)
 
-	// The chart's AuthPolicies with auth on.
-	for _, p := range chartPolicies(t, h.Ingress) {
-		rules, err := authpolicy.Parse(p)
-		if err != nil {
+	// The chart's AuthPolicies with auth on, and the audiences its
+	// controller renders the services' policies for.
+	policies, audiences := chartAuth(t, h.Ingress)
+	for _, p := range policies {
+		if _, err := authpolicy.Parse(p); err != nil {
 			t.Fatal(err)
-		}
-		for _, a := range rules.Authentication {
-			if a.KubernetesTokenReview != nil && h.Audiences == nil {
-				h.Audiences = a.KubernetesTokenReview.Audiences
-			}
 		}
 		h.Create(t, p)
 		h.ChartPolicies = append(h.ChartPolicies, p)
 	}
-	if len(h.Audiences) == 0 {
-		t.Fatalf("the chart's AuthPolicies on Gateway %s name no TokenReview audience", h.Ingress)
-	}
+	h.Audiences = audiences
 
 	// The serving certificate the controller would write for the pods.
 	now := time.Now()
@@ -186,9 +180,10 @@ var chartOutput struct {
 	err  error
 }
 
-// chartPolicies are the AuthPolicies the chart renders, with
-// auth.enabled=true, for the ingress Gateway gw.
-func chartPolicies(t *testing.T, gw types.NamespacedName) []*unstructured.Unstructured {
+// chartAuth are the AuthPolicies the chart renders, with
+// auth.enabled=true, for the ingress Gateway gw, and the audiences its
+// controller's --auth-audiences names.
+func chartAuth(t *testing.T, gw types.NamespacedName) ([]*unstructured.Unstructured, []string) {
 	t.Helper()
 	chartOutput.once.Do(func() {
 		helm := testenv.HelmFor(t, "helm", "")
@@ -202,21 +197,35 @@ func chartPolicies(t *testing.T, gw types.NamespacedName) []*unstructured.Unstru
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
+	var policies []*unstructured.Unstructured
+	var audiences []string
 	for _, d := range docs {
 		o := d.Object
-		if o.GetKind() != "AuthPolicy" {
-			continue
-		}
-		ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "targetRef")
-		if ref["kind"] == "Gateway" && ref["name"] == gw.Name && o.GetNamespace() == gw.Namespace {
-			out = append(out, o)
+		switch o.GetKind() {
+		case "AuthPolicy":
+			ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "targetRef")
+			if ref["kind"] == "Gateway" && ref["name"] == gw.Name && o.GetNamespace() == gw.Namespace {
+				policies = append(policies, o)
+			}
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				args, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "args")
+				for _, a := range args {
+					if v, ok := strings.CutPrefix(a, "--auth-audiences="); ok {
+						audiences = strings.Split(v, ",")
+					}
+				}
+			}
 		}
 	}
-	if len(out) == 0 {
+	if len(policies) == 0 {
 		t.Fatalf("helm template with auth.enabled=true: no AuthPolicy targets Gateway %s", gw)
 	}
-	return out
+	if len(audiences) == 0 {
+		t.Fatal("helm template with auth.enabled=true: the controller has no --auth-audiences")
+	}
+	return policies, audiences
 }
 
 // Create creates obj and deletes it when the test ends.
@@ -266,15 +275,15 @@ func Service(namespace, name string, annotations map[string]string) *v1alpha2.LL
 	}
 }
 
-// Options are the engine options the harness renders with: auth on, as
-// the controller runs with --enable-auth. A test may change them before
-// Deploy.
+// Options are the engine options the harness renders with: auth on and
+// the audiences, as the chart runs the controller (--enable-auth,
+// --auth-audiences). A test may change them before Deploy.
 func (h *Harness) Options() engine.Options {
 	images, err := presets.Images()
 	if err != nil {
 		panic(fmt.Sprintf("the presets' images: %v", err))
 	}
-	return engine.Options{Images: images, Auth: true}
+	return engine.Options{Images: images, Auth: true, AuthAudiences: h.Audiences}
 }
 
 // Deployed is a service as the harness applied it.
@@ -302,6 +311,26 @@ func (h *Harness) Deploy(t *testing.T, svc *v1alpha2.LLMInferenceService, opts e
 	if err != nil {
 		t.Fatalf("render %s/%s: %v", svc.Namespace, svc.Name, err)
 	}
+	podLabels := map[string]string{convention.LabelName: svc.Name, convention.LabelPartOf: convention.PartOf}
+	// When the test ends the pods go (the Deployment's deletion reaches
+	// them through the garbage collector and kwok), and the next test, or
+	// the next run, waits for that: its service has the same name. This
+	// cleanup is registered before the objects' deletions, so it runs
+	// after them.
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
+		testenv.Within(t, 2*time.Minute, fmt.Sprintf("the pods of %s/%s gone", svc.Namespace, svc.Name), func() error {
+			pods := &corev1.PodList{}
+			if err := h.C.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels(podLabels)); err != nil {
+				return err
+			}
+			if n := len(pods.Items); n > 0 {
+				return fmt.Errorf("%d left", n)
+			}
+			return nil
+		})
+	})
+
 	var selector map[string]string
 	for i, o := range res.Objects {
 		switch res.Children[i].Role {
@@ -324,23 +353,6 @@ func (h *Harness) Deploy(t *testing.T, svc *v1alpha2.LLMInferenceService, opts e
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: res.Names.TLSSecret}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: h.leaf.CertPEM, corev1.TLSPrivateKeyKey: h.leaf.KeyPEM}}
 	h.Create(t, secret)
-	// When the test ends the pods go (the Deployment's deletion reaches
-	// them through the garbage collector and kwok), and the next test, or
-	// the next run, waits for that: its service has the same name.
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(ctx)
-		testenv.Within(t, 2*time.Minute, fmt.Sprintf("the pods of %s/%s gone", svc.Namespace, svc.Name), func() error {
-			pods := &corev1.PodList{}
-			if err := h.C.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels(selector)); err != nil {
-				return err
-			}
-			if n := len(pods.Items); n > 0 {
-				return fmt.Errorf("%d left", n)
-			}
-			return nil
-		})
-	})
-
 	d := &Deployed{Service: svc, Result: res}
 	testenv.Within(t, 2*time.Minute, fmt.Sprintf("the pods of %s/%s Ready and answered by the simulator", svc.Namespace, svc.Name), func() error {
 		pods := &corev1.PodList{}

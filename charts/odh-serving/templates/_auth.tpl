@@ -1,8 +1,10 @@
 {{/*
 The SubjectAccessReview resource attributes of the LLMInferenceService a
-request's path names: /<namespace>/<name>/..., the path of every managed
-route. Authorino evaluates the expressions (CEL) on each request. Call with
-the verb: include "odh-serving.pathServiceAttributes" "get".
+request's path names: /<namespace>/<name>/... Authorino evaluates the
+expressions (CEL) on each request. Only the MaaS gateway's policy still
+uses it; the ingress and internal gateways' policies are a default deny,
+and each service's own policy names the service literally (docs/auth.md).
+Call with the verb: include "odh-serving.pathServiceAttributes" "post".
 */}}
 {{- define "odh-serving.pathServiceAttributes" -}}
 group:
@@ -18,12 +20,15 @@ verb:
 {{- end -}}
 
 {{/*
-A gateway's AuthPolicy (docs/auth.md): every request needs a bearer token
-that a TokenReview accepts for .audiences, and whose user, with its groups,
-may get the service the path names. A service's own AuthPolicy on its
-route (the controller's anonymous one) replaces it for that route: these
-rules are the gateway's implicit defaults. Call with a dict: root (the
-chart's context), name and namespace (the Gateway's), audiences.
+A gateway's AuthPolicy (docs/auth.md): a default deny. Every request is
+refused (403, the message below) unless a more specific policy covers its
+route: the engine renders one per protected service's route,
+<route>-authn, whose TokenReview and SubjectAccessReview name that
+service by its literal namespace and name, and an anonymous one for a
+service opened with the enable-auth annotation. So a route that no
+service's policy covers (applied before its policy, a policy deleted, a
+route of someone else's) is refused, never served open. Call with a dict:
+root (the chart's context), name and namespace (the Gateway's).
 */}}
 {{- define "odh-serving.gatewayAuthPolicy" -}}
 apiVersion: kuadrant.io/v1
@@ -41,24 +46,17 @@ spec:
     group: gateway.networking.k8s.io
     kind: Gateway
     name: {{ .name }}
-  rules:
-    authentication:
-      kubernetes-user:
-        credentials:
-          authorizationHeader:
-            prefix: Bearer
-        kubernetesTokenReview:
-          audiences:
-          {{- toYaml .audiences | nindent 10 }}
-    authorization:
-      inference-access:
-        kubernetesSubjectAccessReview:
-          user:
-            expression: auth.identity.user.username
-          authorizationGroups:
-            expression: auth.identity.user.groups
-          resourceAttributes:
-            {{- include "odh-serving.pathServiceAttributes" "get" | nindent 12 }}
+  defaults:
+    strategy: atomic
+    rules:
+      authorization:
+        deny-all:
+          opa:
+            rego: allow = false
+      response:
+        unauthorized:
+          message:
+            value: no service policy covers this route
 {{- end -}}
 
 {{/*

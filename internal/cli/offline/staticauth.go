@@ -37,20 +37,21 @@ func guardedGateways(docs []manifest.Document, defaultNamespace string) map[stri
 
 // checkGuarded fails closed in static mode with auth on (docs/auth.md):
 // Helm applies the routes, so no controller can withhold them, and the
-// render is the last place that can. A protected service's managed route
-// (one not opened with the enable-auth annotation, so with no AuthPolicy
-// of its own) must attach only to Gateways an AuthPolicy in the same
-// stream targets. The stream then always holds an AuthPolicy when it holds
-// a route, and Helm refuses the whole release, applying nothing, while
-// Kuadrant's CRD is missing.
+// render is the last place that can. A service's managed route must be
+// covered by an AuthPolicy in the same stream: its own (the engine renders
+// <service>-kserve-route-authn, protected or anonymous, for every service
+// while auth is on), or, failing that, one on every Gateway it attaches
+// to. The stream then always holds an AuthPolicy when it holds a route,
+// and Helm refuses the whole release, applying nothing, while Kuadrant's
+// CRD is missing.
 func checkGuarded(res *engine.Result, children []*unstructured.Unstructured, guarded map[string]bool) error {
-	if res.Named(engine.RoleAuth) != "" {
-		return nil
-	}
 	route := res.Named(engine.RoleRoute)
 	for _, c := range children {
 		if c.GetKind() != "HTTPRoute" || c.GetName() != route {
 			continue
+		}
+		if routeGuarded(children, c) {
+			return nil
 		}
 		parents, _, _ := unstructured.NestedSlice(c.Object, "spec", "parentRefs")
 		var open []string
@@ -71,11 +72,23 @@ func checkGuarded(res *engine.Result, children []*unstructured.Unstructured, gua
 			}
 		}
 		if len(open) > 0 {
-			return fmt.Errorf("auth is on (--enable-auth) and no AuthPolicy in the stream targets Gateway %s, which HTTPRoute %s/%s attaches to: "+
+			return fmt.Errorf("auth is on (--enable-auth) and no AuthPolicy in the stream targets HTTPRoute %s/%s or Gateway %s, which it attaches to: "+
 				"it would be served unchecked. Render the chart with auth.enabled=true (it makes <gateway>-authn), add an AuthPolicy "+
-				"for the Gateway to the release, or open the service with %s: \"false\"",
-				strings.Join(open, ", "), c.GetNamespace(), route, convention.AnnotationEnableAuth)
+				"for the route or the Gateway to the release, or open the service with %s: \"false\"",
+				c.GetNamespace(), route, strings.Join(open, ", "), convention.AnnotationEnableAuth)
 		}
 	}
 	return nil
+}
+
+// routeGuarded reports whether an AuthPolicy among children targets the
+// HTTPRoute route (in its namespace).
+func routeGuarded(children []*unstructured.Unstructured, route *unstructured.Unstructured) bool {
+	return slices.ContainsFunc(children, func(o *unstructured.Unstructured) bool {
+		if o.GetKind() != "AuthPolicy" || o.GroupVersionKind().Group != convention.KuadrantGroup || o.GetNamespace() != route.GetNamespace() {
+			return false
+		}
+		ref, _, _ := unstructured.NestedStringMap(o.Object, "spec", "targetRef")
+		return ref["group"] == "gateway.networking.k8s.io" && ref["kind"] == "HTTPRoute" && ref["name"] == route.GetName()
+	})
 }
