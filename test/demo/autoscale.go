@@ -20,16 +20,22 @@ import (
 // Step 12: an HPA on qwen's decode Deployment, which "scales" it to
 // autoscaleReplicas. The HPA controller runs (kube-controller-manager), but
 // there is no metrics server, so it cannot decide anything: the demo writes
-// the scale and the HPA's status as the HPA controller would once it had
-// metrics. The real one, failing to get metrics, keeps the desired count,
-// reports the current one and leaves the scale as it is, as odh-serving
-// does.
+// the scale and the HPA's status in its place, as the HPA controller would
+// once it had metrics, under a field manager of the demo's own
+// (demoScaleManager), so that nothing presents the demo's write as the HPA
+// controller's. The real one, failing to get metrics, keeps the desired
+// count, reports the current one and leaves the scale as it is, as
+// odh-serving does.
 const (
 	autoscaleService  = "qwen"
 	autoscaleReplicas = 4
 	hpaName           = "qwen-hpa"
-	// hpaManager is the field manager of the HPA controller's writes.
-	hpaManager = "kube-controller-manager"
+	// demoScaleManager is the field manager of the demo's write of the
+	// scale, standing in for the HPA controller's decision; the HPA
+	// controller itself writes as kube-controller-manager.
+	demoScaleManager = "odh-serving-demo"
+	// hpaControllerManager is the HPA controller's field manager.
+	hpaControllerManager = "kube-controller-manager"
 )
 
 // 12. Scale one service with a simulated HPA and show the controller leave
@@ -76,7 +82,7 @@ func (d *demo) autoscale(ctx context.Context) error {
 			return err
 		}
 		s.Spec.Replicas = autoscaleReplicas
-		return d.c.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(s), client.FieldOwner(hpaManager))
+		return d.c.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(s), client.FieldOwner(demoScaleManager))
 	})
 	if err != nil {
 		return fmt.Errorf("scale Deployment %s: %w", dep.Name, err)
@@ -88,7 +94,7 @@ func (d *demo) autoscale(ctx context.Context) error {
 			return err
 		}
 		hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, hpa.Status.LastScaleTime = d.out.ScaledBefore, autoscaleReplicas, ptrTo(metav1.Now())
-		return d.c.Status().Update(ctx, hpa)
+		return d.c.Status().Update(ctx, hpa, client.FieldOwner(demoScaleManager))
 	})
 	if err != nil {
 		return fmt.Errorf("status of HorizontalPodAutoscaler %s: %w", hpaName, err)
@@ -97,8 +103,8 @@ func (d *demo) autoscale(ctx context.Context) error {
 		return err
 	}
 	generation := dep.Generation
-	d.say("the HPA scaled %s through the scale subresource: %d -> %d replicas (field manager %s), generation %d",
-		dep.Name, d.out.ScaledBefore, autoscaleReplicas, hpaManager, generation)
+	d.say("the demo wrote the HPA's decision, as the HPA controller would with metrics: %s scaled through the scale subresource %d -> %d replicas (the demo's write: field manager %s, not the HPA controller's %s), generation %d",
+		dep.Name, d.out.ScaledBefore, autoscaleReplicas, demoScaleManager, hpaControllerManager, generation)
 
 	// The HPA's status change reconciles the service: once its status
 	// shows the HPA's counts, the controller has seen the scaled
@@ -119,8 +125,8 @@ func (d *demo) autoscale(ctx context.Context) error {
 		return err
 	}
 	d.out.ScaledAfter, d.out.ScaledGenerationKept = ptrDeref(dep.Spec.Replicas), dep.Generation == generation
-	d.out.ScaledOwnedByHPA = ownsReplicas(dep, hpaManager) && !ownsReplicas(dep, "odh-serving")
-	d.say("after the controller reconciled %s: Deployment %s at %d replicas, %d pods ready, generation %d (neither odh-serving nor the HPA controller wrote it), %s",
+	d.out.ScaledReplicasOwners = replicasOwnerNames(dep)
+	d.say("after the controller reconciled %s: Deployment %s at %d replicas, %d pods ready, generation %d (neither odh-serving nor the HPA controller wrote it since), %s",
 		target, dep.Name, d.out.ScaledAfter, dep.Status.ReadyReplicas, dep.Generation, replicasOwners(dep))
 	out, err := d.status(ctx)
 	if err != nil {
@@ -148,13 +154,19 @@ func ownsReplicas(dep *appsv1.Deployment, manager string) bool {
 	return false
 }
 
-// replicasOwners says who owns the Deployment's spec.replicas.
-func replicasOwners(dep *appsv1.Deployment) string {
+// replicasOwnerNames returns the field managers that own the Deployment's
+// spec.replicas.
+func replicasOwnerNames(dep *appsv1.Deployment) []string {
 	var owners []string
 	for _, f := range dep.ManagedFields {
 		if ownsReplicas(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{f}}}, f.Manager) {
 			owners = append(owners, f.Manager)
 		}
 	}
-	return fmt.Sprintf("spec.replicas owned by %v", owners)
+	return owners
+}
+
+// replicasOwners says who owns the Deployment's spec.replicas.
+func replicasOwners(dep *appsv1.Deployment) string {
+	return fmt.Sprintf("spec.replicas owned by %v", replicasOwnerNames(dep))
 }

@@ -76,10 +76,12 @@ type outcome struct {
 	// ScaledBefore and ScaledAfter are the autoscaled Deployment's replicas
 	// before step 12's HPA and after the controller reconciled its scale;
 	// ScaledGenerationKept says the controller did not write the
-	// Deployment meanwhile, ScaledOwnedByHPA that the HPA alone owns its
-	// spec.replicas.
-	ScaledBefore, ScaledAfter              int32
-	ScaledGenerationKept, ScaledOwnedByHPA bool
+	// Deployment meanwhile, ScaledReplicasOwners are the field managers
+	// that own its spec.replicas (the demo's, which wrote the HPA's
+	// decision, alone).
+	ScaledBefore, ScaledAfter int32
+	ScaledGenerationKept      bool
+	ScaledReplicasOwners      []string
 	// Webhooks says the API server reached the controller's webhook.
 	Webhooks bool
 	// MaaS is what step 13 showed; nil when it was skipped.
@@ -110,9 +112,12 @@ type demo struct {
 	c                 client.Client
 	services          []serviceRef
 	webhooks          bool
-	healthPort        int
-	controller        *os.Process
-	controllerExited  <-chan error
+	// loopbackSets turn the webhooks and MaaS off in the odh-serving
+	// chart's values when this machine has no address but loopback.
+	loopbackSets     []string
+	healthPort       int
+	controller       *os.Process
+	controllerExited <-chan error
 	// apiServer is the MaaS API server's process; nil without MaaS.
 	apiServer    *os.Process
 	dataplanePID int
@@ -400,13 +405,23 @@ func (d *demo) helmArgs(args ...string) []string {
 	return append(args, "--kubeconfig", d.kubeconfig)
 }
 
+// chartArgs is helmArgs for an install or upgrade of the odh-serving
+// chart: on a machine with no address but loopback, with the webhooks and
+// MaaS off, on every upgrade as on the install.
+func (d *demo) chartArgs(args ...string) []string {
+	return append(d.helmArgs(args...), d.loopbackSets...)
+}
+
 // 3. helm install both charts.
 func (d *demo) installCharts(ctx context.Context) error {
 	d.header("helm install odh-serving-crds, start the LeaderWorkerSet operator, then helm install odh-serving (controller mode)")
-	webhookSet := []string{}
-	if ip, err := localcluster.HostIP(); err != nil {
-		d.say("no webhooks and no MaaS API server: %v; both charts get webhook.enabled=false (and maas.enabled=false) and the controller --disable-webhooks", err)
-		webhookSet = []string{"--set", "webhook.enabled=false", "--set", "maas.enabled=false"}
+	var webhookSet []string
+	if ip, err := d.hostIP(); err != nil {
+		d.say("no webhooks and no MaaS API server: %v; both charts get webhook.enabled=false (odh-serving, on every install and upgrade, maas.enabled=false too) and the controller --disable-webhooks", err)
+		// The CRDs chart has no MaaS (its schema refuses the key); every
+		// install and upgrade of the other chart gets both (chartArgs).
+		webhookSet = []string{"--set", "webhook.enabled=false"}
+		d.loopbackSets = []string{"--set", "webhook.enabled=false", "--set", "maas.enabled=false"}
 	} else {
 		d.webhooks = true
 		d.say("webhooks on: the API server will reach the controller through the webhook Service at %s (step 4), and the MaaS API server through its APIService", ip)
@@ -425,9 +440,9 @@ func (d *demo) installCharts(ctx context.Context) error {
 	if err := d.startLWS(ctx); err != nil {
 		return err
 	}
-	args := d.helmArgs("install", release, filepath.Join(d.cfg.Root, chart), "--namespace", systemNamespace,
+	args := d.chartArgs("install", release, filepath.Join(d.cfg.Root, chart), "--namespace", systemNamespace,
 		"-f", filepath.Join(d.cfg.Root, valuesFile), "--set", "services=null")
-	if _, err := d.command(ctx, d.helmEnv(), d.helm, append(args, webhookSet...)...); err != nil {
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, args...); err != nil {
 		return err
 	}
 	presets := &v1alpha2.LLMInferenceServiceConfigList{}
@@ -495,11 +510,24 @@ func (d *demo) routeHere(ctx context.Context, service, portName string) (*hostlo
 	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port.Number)); err != nil { //nolint:gosec // a port fits
 		return nil, nil, err
 	}
-	ip, err := localcluster.HostIP()
+	ip, err := d.hostIP()
 	if err != nil {
 		return nil, nil, err
 	}
 	return port, ip, nil
+}
+
+// errLoopbackOnly is hostIP's error when the run plays a machine with no
+// address but loopback (config.LoopbackOnly).
+var errLoopbackOnly = errors.New("this run plays a machine with no address but loopback (LoopbackOnly)")
+
+// hostIP is this machine's address that the API server can reach
+// (localcluster.HostIP), or an error when there is none.
+func (d *demo) hostIP() (net.IP, error) {
+	if d.cfg.LoopbackOnly {
+		return nil, errLoopbackOnly
+	}
+	return localcluster.HostIP()
 }
 
 // 4. Run the controller as a local process.
@@ -622,7 +650,7 @@ func (d *demo) deployServices(ctx context.Context) error {
 		}
 		d.say("namespace %s (the team's)", ns)
 	}
-	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.helmArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.chartArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
 		"--namespace", systemNamespace, "-f", filepath.Join(d.cfg.Root, valuesFile))...); err != nil {
 		return err
 	}
@@ -810,7 +838,7 @@ func (d *demo) upgrade(ctx context.Context) error {
 		return err
 	}
 	d.out.DecodeBefore = ptrDeref(before.Spec.Replicas)
-	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.helmArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
+	if _, err := d.command(ctx, d.helmEnv(), d.helm, d.chartArgs("upgrade", release, filepath.Join(d.cfg.Root, chart),
 		"--namespace", systemNamespace, "-f", filepath.Join(d.cfg.Root, valuesFile),
 		"--set", fmt.Sprintf("services.%s.spec.replicas=%d", upgradeService, upgradeReplicas))...); err != nil {
 		return err

@@ -49,7 +49,7 @@ func (d *demo) gpuValues(fix bool) []string {
 	if fix {
 		args = append(args, "-f", filepath.Join(d.cfg.Root, gpuFixValuesFile))
 	}
-	return d.helmArgs(args...)
+	return d.chartArgs(args...)
 }
 
 // 14. Two GPU services: one fits, one asks for 16 GPUs per pod.

@@ -27,6 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1alpha1 "github.com/opendatahub-io/odh-serving/api/modelserving/v1alpha1"
+	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/test/localcluster/detach"
 )
 
@@ -49,9 +51,12 @@ type maasOutcome struct {
 	// TokenTier is the tier of alice's token, TokenUser who the token
 	// authenticates as (TokenReview with the MaaS audience).
 	TokenTier, TokenUser string
-	// MayPost says, per service, whether the token may post to it
-	// (the gateway's SubjectAccessReview).
+	// MayPost says, per service, whether the token may post to it (the
+	// demo's own SubjectAccessReview, the one the MaaS gateway would ask).
 	MayPost map[string]bool
+	// Bindings names, per service the token may post to, the RoleBinding
+	// found and checked to grant it.
+	Bindings map[string]string
 }
 
 // startAPIServer runs `odh-serving api-server` as a process here, as the
@@ -163,7 +168,7 @@ func (d *demo) maas(ctx context.Context) error {
 		d.say("skipped: the API server needs this machine's address, as the webhook does (step 3)")
 		return nil
 	}
-	out := &maasOutcome{Models: map[string][]string{}, MayPost: map[string]bool{}}
+	out := &maasOutcome{Models: map[string][]string{}, MayPost: map[string]bool{}, Bindings: map[string]string{}}
 	d.out.MaaS = out
 	for _, u := range demoUsers {
 		cfg := d.as(u.name, u.group)
@@ -198,22 +203,35 @@ func (d *demo) maas(ctx context.Context) error {
 	}
 	out.TokenUser = review.Status.User.Username
 	d.say("  TokenReview (audience %s): %s, groups %s", tokenAudience, review.Status.User.Username, strings.Join(review.Status.User.Groups, ", "))
+	// The demo's own SubjectAccessReview: the question the MaaS gateway's
+	// AuthPolicy asks Kubernetes for each inference call (no gateway asks
+	// it here), then the RoleBinding that answers it, read and checked.
 	for _, s := range d.services {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: review.Status.User.Username, Groups: review.Status.User.Groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: "post", Group: "serving.kserve.io", Resource: "llminferenceservices", Namespace: s.Namespace, Name: s.Name,
+				Verb: build.VerbPost, Group: v1alpha2.GroupVersion.Group, Resource: "llminferenceservices", Namespace: s.Namespace, Name: s.Name,
 			},
 		}}
 		if err := d.c.Create(ctx, sar); err != nil {
 			return fmt.Errorf("SubjectAccessReview post on %s: %w", s, err)
 		}
 		out.MayPost[s.String()] = sar.Status.Allowed
-		verdict := "denied"
-		if sar.Status.Allowed {
-			verdict = "allowed (RoleBinding " + s.Name + "-model-user-premium, by the controller)"
+		bindings, err := grantingBindings(ctx, d.c, s, review.Status.User.Username, review.Status.User.Groups)
+		if err != nil {
+			return err
 		}
-		d.say("  the gateway's SubjectAccessReview, post on %s with this token: %s", s, verdict)
+		want := build.ModelAccessBinding(&v1alpha2.LLMInferenceService{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}, tier)
+		granted, err := checkGrant(s, sar.Status.Allowed, bindings, want)
+		if err != nil {
+			return err
+		}
+		verdict := "denied, and no RoleBinding in " + s.Namespace + " grants it"
+		if granted != "" {
+			out.Bindings[s.String()] = granted
+			verdict = "allowed by RoleBinding " + s.Namespace + "/" + granted + " (the controller's, checked: it binds the tier's ServiceAccount group to post on this service)"
+		}
+		d.say("  the demo's own SubjectAccessReview (what the MaaS gateway's AuthPolicy asks), post on %s with this token: %s", s, verdict)
 	}
 	return nil
 }

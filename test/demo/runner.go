@@ -37,6 +37,11 @@ type config struct {
 	// `make build`'s, as the other test packages do): step 1 runs it and
 	// does not build it again.
 	Built bool
+	// LoopbackOnly runs the demo as on a machine whose only address is
+	// loopback (localcluster.HostIP fails there): without the webhooks and
+	// without Models-as-a-Service. The integration test sets it to show
+	// what such a machine leaves out.
+	LoopbackOnly bool
 }
 
 // runner carries one demo run: progress output and what to tear down.
