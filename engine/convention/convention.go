@@ -68,6 +68,18 @@ const (
 	// ConditionAuthPolicyAffected is True in that status when an
 	// AuthPolicy (the gateway's or the route's own) enforces on the route.
 	ConditionAuthPolicyAffected = "kuadrant.io/AuthPolicyAffected"
+	// ConditionPolicyAccepted and ConditionPolicyEnforced are the
+	// conditions Kuadrant's policy controller writes in an AuthPolicy's
+	// status.conditions (with status.observedGeneration): Accepted (reason
+	// Accepted; False: TargetNotFound, Invalid, Conflicted, Unknown), then,
+	// only once Accepted, Enforced (reason Enforced; False: Overridden,
+	// Unknown, MissingDependency, MissingResource, InvalidCelExpression).
+	ConditionPolicyAccepted = "Accepted"
+	ConditionPolicyEnforced = "Enforced"
+	// ReasonPolicyOverridden is Enforced False because every rule of the
+	// policy is replaced, on every route in its path, by another policy's
+	// (a gateway's defaults under routes' own policies).
+	ReasonPolicyOverridden = "Overridden"
 	// RouteAuthPolicySuffix names the AuthPolicy of a service's managed
 	// route (auth on): <service>-kserve-route-authn, as ODH names it.
 	RouteAuthPolicySuffix = "-kserve-route-authn"

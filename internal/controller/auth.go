@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,18 +14,34 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
-// withholdRoute fails closed (docs/auth.md): with auth on, the managed
-// route (and its AuthPolicy) is not applied, and prune deletes one applied
-// before, while nothing would check the requests it lets in: Kuadrant's
-// AuthPolicy CRD is not usable, or, for a protected service, a Gateway the
-// route attaches to has no AuthPolicy (the chart's <gateway>-authn, a
-// default deny that covers the route until the route's own policy is in
-// force). A service opened with the enable-auth annotation brings its own
-// anonymous policy and does not wait for the gateway's. The workloads are
-// not held back. The route comes when what was missing does: the CRD
-// watcher, and the watch of AuthPolicies, reconcile the services then. In
-// static mode Helm applies the route. A service whose routes are its own
-// has only its AuthPolicies held back while the CRD is missing.
+// withholdRoute fails closed (docs/auth.md): with auth on, a managed route
+// reaches its backends only once Kuadrant confirms that the policies
+// protecting it are enforced.
+//
+//   - Kuadrant's AuthPolicy CRD is not usable: the route (and the
+//     service's AuthPolicies) is not applied, and prune deletes one
+//     applied before (reason CRDMissing).
+//   - A protected service's route attaches to a listener that no
+//     AuthPolicy targets (the chart makes <gateway>-authn with
+//     auth.enabled, a default deny that covers the route until the
+//     route's own policy is in force): the route is not applied
+//     (AuthPolicyMissing).
+//   - Such policies exist, but Kuadrant does not report them, or the
+//     route's own AuthPolicy, Accepted and Enforced for their current
+//     generation: the route is applied fenced, its rules without
+//     backendRefs, so the gateway answers every request on it with 500
+//     (Gateway API's answer for a rule with no backend) and no request
+//     reaches the model (AuthNotEnforced). Applied, because Kuadrant
+//     enforces a policy only in the path of an existing route, and a
+//     route's own policy only once its target exists.
+//
+// A service opened with the enable-auth annotation brings its own policy
+// for its route and waits for that one only. The workloads are not held
+// back. The route comes when what was missing does: the CRD watcher, and
+// the watch of AuthPolicies (their status included), reconcile the
+// services then. In static mode Helm applies the route. A service whose
+// routes are its own has only its AuthPolicies held back while the CRD is
+// missing.
 func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 	if !r.opts.Auth || r.opts.StaticMode {
 		return nil
@@ -38,31 +55,63 @@ func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 		}
 		return nil
 	}
-	switch {
-	case !r.kinds.hasCRD(crdAuthPolicy):
+	if !r.kinds.hasCRD(crdAuthPolicy) {
 		p.routeWithheldReason = ReasonCRDMissing
 		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and Kuadrant's AuthPolicy CRD %s (%s/v1) is not established, "+
 			"so HTTPRoute %s is not served: no request may reach the model unchecked. Install Kuadrant (Red Hat Connectivity Link "+
 			"on OpenShift); the route comes when the CRD does. Or turn auth off (chart value auth.enabled=false)",
 			crdAuthPolicy, convention.KuadrantGroup, route)
-	case r.needsAuthPolicy(p):
-		unprotected, err := r.unprotectedGateways(ctx, p)
+		p.res = p.res.Without(engine.RoleRoute, engine.RoleAuth)
+		return nil
+	}
+	protected := r.needsAuthPolicy(p)
+	var uncovered, unenforced, fenced []string
+	res := *p.res
+	res.Objects = slices.Clone(p.res.Objects)
+	for i, o := range res.Objects {
+		rt, ok := o.(*gatewayv1.HTTPRoute)
+		if !ok || res.Children[i].Role != engine.RoleRoute {
+			continue
+		}
+		g, err := r.gateRoute(ctx, p, rt, protected)
 		if err != nil {
 			return err
 		}
-		if len(unprotected) == 0 {
-			return nil
+		uncovered = append(uncovered, g.uncovered...)
+		if len(g.unenforced) > 0 {
+			unenforced = append(unenforced, g.unenforced...)
+			fenced = append(fenced, rt.Name)
+			res.Objects[i] = fence(rt)
 		}
+	}
+	switch {
+	case len(uncovered) > 0:
 		p.routeWithheldReason = ReasonAuthPolicyMissing
-		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and no AuthPolicy targets Gateway %s, so HTTPRoute %s is "+
+		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and no AuthPolicy targets %s, so HTTPRoute %s is "+
 			"not served: no request may reach the model unchecked. Install the chart with auth.enabled=true (it makes "+
 			"<gateway>-authn), or write an AuthPolicy for the Gateway; the route comes when one exists",
-			strings.Join(unprotected, ", "), route)
-	default:
-		return nil
+			strings.Join(uncovered, ", "), route)
+		p.res = p.res.Without(engine.RoleRoute, engine.RoleAuth)
+	case len(fenced) > 0:
+		p.routeWithheldReason = ReasonAuthNotEnforced
+		p.routeWithheld = fmt.Sprintf("auth is on (--enable-auth) and Kuadrant has not confirmed that the AuthPolicies "+
+			"protecting HTTPRoute %s are Accepted and Enforced, so the route is applied without its backends (the "+
+			"gateway answers 500) and no request reaches the model: %s",
+			strings.Join(fenced, ", "), strings.Join(unenforced, "; "))
+		p.res = &res
 	}
-	p.res = p.res.Without(engine.RoleRoute, engine.RoleAuth)
 	return nil
+}
+
+// fence is the route without its backends: the same parents, matches and
+// filters, so that Kuadrant computes and enforces the same policies on it,
+// but every rule answers 500.
+func fence(rt *gatewayv1.HTTPRoute) *gatewayv1.HTTPRoute {
+	out := rt.DeepCopy()
+	for i := range out.Spec.Rules {
+		out.Spec.Rules[i].BackendRefs = nil
+	}
+	return out
 }
 
 // needsAuthPolicy reports whether the service's routes must have an

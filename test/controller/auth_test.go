@@ -19,6 +19,7 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
+	"github.com/opendatahub-io/odh-serving/test/kuadrant"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -59,10 +60,13 @@ spec:
 // AuthPolicy, owned by it; the protected service's route waits, with its
 // status saying so, until an AuthPolicy targets its Gateway (the chart's
 // <gateway>-authn, a default deny), then comes with its own AuthPolicy,
-// owned by it, that names it. A protected route is ready only once
-// Kuadrant reports, on a kuadrant.io/policy-controller parent, that an
-// AuthPolicy is enforced on it (as ODH's KServe requires); the opened
-// service does not wait for it, and its policy names it again when the
+// owned by it, that names it. Each route is applied fenced (no backends)
+// until Kuadrant (test/kuadrant) reports the policies that protect it
+// Accepted and Enforced: the opened service's own, the protected
+// service's own and its gateway's. A protected route is ready only once
+// Kuadrant also reports, on a kuadrant.io/policy-controller parent, that
+// an AuthPolicy affects it (as ODH's KServe requires); the opened service
+// does not wait for that, and its policy names it again when the
 // annotation goes. When the CRD goes, so do the routes.
 //
 // One test, so the shared control plane installs and deletes the CRD once.
@@ -132,10 +136,22 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 	}
 	// The gateway's AuthPolicy, as the chart makes it with auth.enabled.
 	// The protected service's route comes with its own policy, which names
-	// the service literally, owned by it.
+	// the service literally, owned by it. Until Kuadrant reports the
+	// policies enforced, the route is applied fenced: no backends, so
+	// Kuadrant can enforce on it and nothing reaches the model.
 	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
 	e.waitExists(route, "sim-kserve-route")
 	e.waitExists(authPolicy, "sim-kserve-route-authn")
+	svc = e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthNotEnforced)
+	for _, want := range []string{"AuthPolicy " + e.sys + "/kserve-ingress-gateway-authn on Gateway " + e.sys + "/kserve-ingress-gateway listener http",
+		"Kuadrant has not reported"} {
+		if msg := cond(svc, httpRoutesReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("HTTPRoutesReady message %q does not name %q", msg, want)
+		}
+	}
+	if e.served("sim-kserve-route") {
+		t.Error("HTTPRoute sim-kserve-route is served before Kuadrant enforces its policies")
+	}
 	policy := authPolicy()
 	e.must(e.c.Get(context.Background(), clientKey(e.ns, "sim-kserve-route-authn"), policy))
 	if got := reviewedService(policy.(*unstructured.Unstructured)); got != e.ns+"/sim" {
@@ -156,25 +172,37 @@ func TestAuthFailsClosedWithoutKuadrant(t *testing.T) {
 		t.Errorf("AuthPolicy own-http-authn is not controlled by its service: %v", policy.GetOwnerReferences())
 	}
 
-	// Ready: the opened service at once, the protected one once Kuadrant
-	// enforces a policy on its route.
-	e.waitReady("open")
-	testenv.Eventually(t, "sim waits for Kuadrant", func() error {
+	// Kuadrant reports the opened service's own policy enforced (only the
+	// test namespace: the gateway's policy stays unreported): open is
+	// served and Ready, without its gateway's; sim still waits.
+	testenv.Eventually(t, "open is Ready once its own AuthPolicy is enforced", func() error {
 		e.simulate()
-		c := cond(e.service("sim"), httpRoutesReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonAuthNotEnforced {
-			return fmt.Errorf("HTTPRoutesReady %+v", c)
+		if err := kuadrant.Sync(context.Background(), e.c, e.ns); err != nil {
+			return err
 		}
-		if !strings.Contains(c.Message, convention.ConditionAuthPolicyAffected) {
-			return fmt.Errorf("HTTPRoutesReady message %q does not name %s", c.Message, convention.ConditionAuthPolicyAffected)
+		if c := cond(e.service("open"), v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready %+v", c)
 		}
 		return nil
 	})
-	if c := cond(e.service("sim"), v1alpha2.ConditionReady); c.Status == metav1.ConditionTrue {
-		t.Error("sim is Ready before Kuadrant enforces a policy on its route")
+	if !e.served("open-kserve-route") {
+		t.Error("HTTPRoute open-kserve-route is not served once its own AuthPolicy is enforced")
 	}
-	e.simulateKuadrant(metav1.ConditionTrue)
-	e.waitReady("sim")
+	if c := cond(e.service("sim"), v1alpha2.ConditionReady); c.Status == metav1.ConditionTrue || e.served("sim-kserve-route") {
+		t.Error("sim is Ready, or served, before Kuadrant enforces its gateway's policy")
+	}
+	// And the gateway's: sim is served, and Ready once Kuadrant also
+	// reports the route affected (kuadrant.io/AuthPolicyAffected).
+	testenv.Eventually(t, "sim is Ready once its gateway's AuthPolicy is enforced", func() error {
+		e.simulate()
+		if err := kuadrant.Sync(context.Background(), e.c, e.ns, e.sys); err != nil {
+			return err
+		}
+		if c := cond(e.service("sim"), v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
 	// Kuadrant reports the policy no longer affects the route: not ready.
 	e.simulateKuadrant(metav1.ConditionFalse)
 	e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthNotEnforced)
