@@ -79,9 +79,7 @@ func (r *Reconciler) gateRoute(ctx context.Context, p *pass, rt *gatewayv1.HTTPR
 		if ref.Namespace != nil {
 			key.Namespace = string(*ref.Namespace)
 		}
-		if err := r.gateParent(ctx, key, ref, ownEnforced, &g); err != nil {
-			return g, err
-		}
+		r.gateParent(ctx, key, ref, ownEnforced, &g)
 	}
 	return g, nil
 }
@@ -93,19 +91,19 @@ func (r *Reconciler) gateRoute(ctx context.Context, p *pass, rt *gatewayv1.HTTPR
 // it, and Kuadrant accepts none while its target is missing. ownEnforced:
 // the route's own policies are enforced, so gateway policies overridden
 // (by them) protect it.
-func (r *Reconciler) gateParent(ctx context.Context, key types.NamespacedName, ref gatewayv1.ParentReference, ownEnforced bool, g *authGate) error {
+func (r *Reconciler) gateParent(ctx context.Context, key types.NamespacedName, ref gatewayv1.ParentReference, ownEnforced bool, g *authGate) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvkAuthPolicy.GroupVersion().WithKind(gvkAuthPolicy.Kind + "List"))
 	if err := r.client.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
 		g.uncovered = append(g.uncovered, fmt.Sprintf("Gateway %s (its AuthPolicies cannot be read: %v)", key, err))
-		return nil
+		return
 	}
 	listeners := []string{""}
 	gw := &gatewayv1.Gateway{}
 	found, err := r.getOptional(ctx, key, gw)
 	if err != nil {
 		g.uncovered = append(g.uncovered, fmt.Sprintf("Gateway %s (it cannot be read: %v)", key, err))
-		return nil
+		return
 	}
 	if found {
 		listeners = attachedListeners(gw, ref)
@@ -138,7 +136,6 @@ func (r *Reconciler) gateParent(ctx context.Context, key types.NamespacedName, r
 			g.unenforced = append(g.unenforced, fmt.Sprintf("no AuthPolicy on %s is Enforced, and the route has none of its own that is", where))
 		}
 	}
-	return nil
 }
 
 // attachedListeners are the names of gw's listeners that ref attaches a
