@@ -466,7 +466,7 @@ func (h *Harness) Send(t *testing.T, req Request) Response {
 	t.Helper()
 	body := req.Body
 	if body == "" {
-		body = fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}],"max_tokens":5}`, Model)
+		body = chatBody(Model)
 	}
 	r, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.URL+req.Path, strings.NewReader(body))
 	if err != nil {
@@ -488,6 +488,11 @@ func (h *Harness) Send(t *testing.T, req Request) Response {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return Response{Code: resp.StatusCode, Header: resp.Header, Body: string(b), Mark: mark}
+}
+
+// chatBody is a chat completion's body for model.
+func chatBody(model string) string {
+	return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}],"max_tokens":5}`, model)
 }
 
 // Received is the request resp answered, as the pod received it; false
