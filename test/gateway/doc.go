@@ -58,6 +58,18 @@
 // the policies' status, Authorino's caches or metadata calls (the MaaS
 // policy's tier lookup): docs/auth.md, "The test gateway".
 //
+// The order is Envoy's: the Authorizer (ext_authz: Kuadrant's wasm
+// filter calling Authorino) first, then the endpoint picker (ext_proc),
+// both seeing the request as the client sent it, its path and headers
+// (Authorization included); the route's URLRewrite and
+// RequestHeaderModifier are applied when the request goes upstream, after
+// the picker's header mutations, as Envoy's router filter applies a
+// route's rewrite and request_headers_to_add/remove
+// (RouteEntry::finalizeRequestHeaders, source/common/router/router.cc),
+// and a header filter's removals come before its set and add (Envoy's
+// HeaderParser: remove-before-add). docs/auth.md, "Credentials stop at
+// the gateway", cites where this comes from.
+//
 // Each response says how it was routed: BackendHeader names the backend the
 // weights chose, PickedByHeader who chose the pod of an InferencePool (its
 // endpoint picker, or the gateway itself when the picker failed and the

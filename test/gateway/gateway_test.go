@@ -123,6 +123,9 @@ type fakePicker struct {
 	// choose returns the endpoint, or an HTTP status for an immediate
 	// response.
 	choose func(body string) (string, int)
+	// seen, if set, gets the request headers the picker received
+	// (pseudo-headers included).
+	seen func(headers map[string]string)
 }
 
 func (f *fakePicker) Process(srv extprocv3.ExternalProcessor_ProcessServer) error {
@@ -136,6 +139,14 @@ func (f *fakePicker) Process(srv extprocv3.ExternalProcessor_ProcessServer) erro
 			return err
 		}
 		switch v := req.Request.(type) {
+		case *extprocv3.ProcessingRequest_RequestHeaders:
+			if f.seen != nil {
+				h := map[string]string{}
+				for _, kv := range v.RequestHeaders.GetHeaders().GetHeaders() {
+					h[kv.GetKey()] = string(kv.GetRawValue()) + kv.GetValue()
+				}
+				f.seen(h)
+			}
 		case *extprocv3.ProcessingRequest_RequestBody:
 			body = append(body, v.RequestBody.Body...)
 			if !v.RequestBody.EndOfStream {
@@ -482,5 +493,72 @@ func TestWeights(t *testing.T) {
 	// (about 37) keeps this from failing by chance.
 	if counts["a"] < 150-37 || counts["a"] > 150+37 || counts["a"]+counts["b"] != n {
 		t.Errorf("spread %v; want about 150 a and 50 b", counts)
+	}
+}
+
+// TestRouteFiltersAfterExtProc applies a route's filters where Envoy's
+// router does, when the request goes upstream: the endpoint picker
+// (ext_proc) sees the request as the client sent it, its path and its
+// Authorization header; the pod gets the rewritten path and the header
+// changes, removals first (a header the filter sets survives its own
+// removal, as Envoy's remove-before-add).
+func TestRouteFiltersAfterExtProc(t *testing.T) {
+	w := newWorld(t, time.Millisecond)
+	w.pod("p1", true, map[string]string{"app": "pool"})
+	var seen map[string]string
+	w.pickers["pool-epp"] = startPicker(t, &fakePicker{
+		choose: func(string) (string, int) { return net.JoinHostPort(w.podIPs["p1"], fmt.Sprint(w.port)), 0 },
+		seen:   func(h map[string]string) { seen = h },
+	})
+	w.poolV1("pool", map[string]string{"app": "pool"}, gieapiv1.EndpointPickerFailClose)
+	strip := gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
+		Remove: []string{"Authorization"}, Set: []gatewayv1.HTTPHeader{{Name: "X-Team", Value: "a"}},
+	}}
+	replace := gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
+		Remove: []string{"Authorization"}, Set: []gatewayv1.HTTPHeader{{Name: "Authorization", Value: "Bearer upstream"}},
+	}}
+	pool := backendRef(gieapiv1.GroupVersion.Group, "InferencePool", "pool", 1)
+	w.route(
+		gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Path: prefix("/team/strip")}}, Filters: []gatewayv1.HTTPRouteFilter{rewriteTo("/v1/completions"), strip}, BackendRefs: []gatewayv1.HTTPBackendRef{pool}},
+		gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Path: prefix("/team/replace")}}, Filters: []gatewayv1.HTTPRouteFilter{rewriteTo("/v1/completions"), replace}, BackendRefs: []gatewayv1.HTTPBackendRef{pool}},
+	)
+	url := w.serve(Options{})
+	post := func(path string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+path, strings.NewReader(completion))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer caller")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	last := func() modelserver.Received {
+		t.Helper()
+		got := w.fleet.Received("team", "p1")
+		if len(got) == 0 {
+			t.Fatal("the pod received nothing")
+		}
+		return got[len(got)-1]
+	}
+
+	post("/team/strip")
+	if seen["authorization"] != "Bearer caller" || seen[":path"] != "/team/strip" || seen["x-team"] != "" {
+		t.Errorf("the endpoint picker saw %v; want the request as the client sent it", seen)
+	}
+	if got := last(); got.Header.Get("Authorization") != "" || got.Header.Get("X-Team") != "a" || got.Path != "/v1/completions" {
+		t.Errorf("the pod received %s with Authorization %q, X-Team %q; want /v1/completions, no Authorization, X-Team a",
+			got.Path, got.Header.Get("Authorization"), got.Header.Get("X-Team"))
+	}
+	post("/team/replace")
+	if got := last().Header.Values("Authorization"); len(got) != 1 || got[0] != "Bearer upstream" {
+		t.Errorf("a filter that removes and sets Authorization: the pod received %q, want the set value alone", got)
 	}
 }

@@ -382,20 +382,29 @@ func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Req
 		r.fail(w, http.StatusInternalServerError, "HTTPRoute %s/%s: no usable backend (%s)", rt.Namespace, rt.Name, strings.Join(why, "; "))
 		return
 	}
+	// What the route changes (the URLRewrite and RequestHeaderModifier
+	// filters) is applied when the request goes upstream, as Envoy's
+	// router applies a route's path rewrite and request_headers_to_add/
+	// remove (RouteEntry::finalizeRequestHeaders, called from the router
+	// filter's decodeHeaders in source/common/router/router.cc): after
+	// ext_authz (the Authorizer, before serve) and ext_proc (the endpoint
+	// picker), which see the request as the client sent it.
 	out := req.Clone(ctx)
-	out.URL.Path = req.URL.Path
+	act := routeAction{path: req.URL.Path, host: req.Host}
 	var respHeaders *gatewayv1.HTTPHeaderFilter
 	for _, f := range append(slices.Clone(m.rule.Filters), b.ref.Filters...) {
 		switch f.Type {
 		case gatewayv1.HTTPRouteFilterURLRewrite:
 			if f.URLRewrite != nil {
-				out.URL.Path = rewritePath(f.URLRewrite.Path, m.match, out.URL.Path)
+				act.path = rewritePath(f.URLRewrite.Path, m.match, act.path)
 				if f.URLRewrite.Hostname != nil {
-					out.Host = string(*f.URLRewrite.Hostname)
+					act.host = string(*f.URLRewrite.Hostname)
 				}
 			}
 		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-			modifyHeaders(out.Header, f.RequestHeaderModifier)
+			if f.RequestHeaderModifier != nil {
+				act.headers = append(act.headers, f.RequestHeaderModifier)
+			}
 		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
 			respHeaders = f.ResponseHeaderModifier
 		}
@@ -410,24 +419,37 @@ func (r *Router) serve(ctx context.Context, w http.ResponseWriter, req *http.Req
 	group, kind := groupKind(b.ref.BackendObjectReference)
 	w.Header().Set(BackendHeader, fmt.Sprintf("%s %s.%s", kind, b.ref.Name, group))
 	if group == "" {
-		r.toService(ctx, w, out, rt.Namespace, b.ref, backendTimeout)
+		r.toService(ctx, w, out, act, rt.Namespace, b.ref, backendTimeout)
 		return
 	}
-	r.toPool(ctx, w, out, rt.Namespace, group, string(b.ref.Name), backendTimeout)
+	r.toPool(ctx, w, out, act, rt.Namespace, group, string(b.ref.Name), backendTimeout)
 }
 
+// routeAction is what a route's filters change in a request on its way
+// upstream: the path and host (URLRewrite) and the headers
+// (RequestHeaderModifier, in the rule's then the backend's order).
+type routeAction struct {
+	path, host string
+	headers    []*gatewayv1.HTTPHeaderFilter
+}
+
+// modifyHeaders applies a header filter as Envoy applies a route's
+// header changes: the removals first, then set and add
+// (HeaderParser::evaluateHeaders in source/common/router/header_parser.cc:
+// "remove-before-add"), so a header the filter sets survives its own
+// removal list.
 func modifyHeaders(h http.Header, f *gatewayv1.HTTPHeaderFilter) {
 	if f == nil {
 		return
+	}
+	for _, n := range f.Remove {
+		h.Del(n)
 	}
 	for _, s := range f.Set {
 		h.Set(string(s.Name), s.Value)
 	}
 	for _, a := range f.Add {
 		h.Add(string(a.Name), a.Value)
-	}
-	for _, n := range f.Remove {
-		h.Del(n)
 	}
 }
 
@@ -542,7 +564,7 @@ func (r *Router) serviceEndpoints(ctx context.Context, namespace, name string, p
 	return eps, nil
 }
 
-func (r *Router) toService(ctx context.Context, w http.ResponseWriter, req *http.Request, namespace string, ref gatewayv1.HTTPBackendRef, timeout time.Duration) {
+func (r *Router) toService(ctx context.Context, w http.ResponseWriter, req *http.Request, act routeAction, namespace string, ref gatewayv1.HTTPBackendRef, timeout time.Duration) {
 	port := int32(0)
 	if ref.Port != nil {
 		port = *ref.Port
@@ -561,13 +583,13 @@ func (r *Router) toService(ctx context.Context, w http.ResponseWriter, req *http
 		r.fail(w, http.StatusBadRequest, "read the request body: %v", err)
 		return
 	}
-	r.toAnyOf(ctx, w, req, eps, body, timeout)
+	r.toAnyOf(ctx, w, req, act, eps, body, timeout)
 }
 
 // toAnyOf forwards the request to one of the endpoints at random and
 // copies the response back as it comes.
-func (r *Router) toAnyOf(ctx context.Context, w http.ResponseWriter, req *http.Request, eps []endpoint, body []byte, timeout time.Duration) {
-	resp, err := r.forward(ctx, req, eps[rand.IntN(len(eps))], body, nil, nil, timeout)
+func (r *Router) toAnyOf(ctx context.Context, w http.ResponseWriter, req *http.Request, act routeAction, eps []endpoint, body []byte, timeout time.Duration) {
+	resp, err := r.forward(ctx, req, act, eps[rand.IntN(len(eps))], body, nil, nil, timeout)
 	if err != nil {
 		r.forwardFailed(w, err)
 		return
@@ -605,20 +627,20 @@ func (r *Router) forwardFailed(w http.ResponseWriter, err error) {
 	r.fail(w, http.StatusServiceUnavailable, "%v", err)
 }
 
-// forward sends the request to one endpoint, with the body and the header
-// mutations given.
-func (r *Router) forward(ctx context.Context, req *http.Request, ep endpoint, body []byte, set map[string]string, remove []string, timeout time.Duration) (*http.Response, error) {
+// forward sends the request to one endpoint, with the body and the
+// endpoint picker's header mutations given, then the route's changes.
+func (r *Router) forward(ctx context.Context, req *http.Request, act routeAction, ep endpoint, body []byte, set map[string]string, remove []string, timeout time.Duration) (*http.Response, error) {
 	scheme := "http"
 	if ep.useTLS {
 		scheme = "https"
 	}
-	u := url.URL{Scheme: scheme, Host: ep.addr, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
+	u := url.URL{Scheme: scheme, Host: ep.addr, Path: act.path, RawQuery: req.URL.RawQuery}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		// The body is read by the caller after forward returns: cancel
 		// when it is closed.
-		out, err := r.send(ctx, req, u, body, set, remove)
+		out, err := r.send(ctx, req, act, u, body, set, remove)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -626,10 +648,10 @@ func (r *Router) forward(ctx context.Context, req *http.Request, ep endpoint, bo
 		out.Body = &cancelOnClose{ReadCloser: out.Body, cancel: cancel}
 		return out, nil
 	}
-	return r.send(ctx, req, u, body, set, remove)
+	return r.send(ctx, req, act, u, body, set, remove)
 }
 
-func (r *Router) send(ctx context.Context, req *http.Request, u url.URL, body []byte, set map[string]string, remove []string) (*http.Response, error) {
+func (r *Router) send(ctx context.Context, req *http.Request, act routeAction, u url.URL, body []byte, set map[string]string, remove []string) (*http.Response, error) {
 	out, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -646,7 +668,10 @@ func (r *Router) send(ctx context.Context, req *http.Request, u url.URL, body []
 	for _, k := range remove {
 		out.Header.Del(k)
 	}
-	out.Host = req.Host
+	for _, f := range act.headers {
+		modifyHeaders(out.Header, f)
+	}
+	out.Host = act.host
 	out.ContentLength = int64(len(body))
 	resp, err := r.backend.Do(out)
 	if err != nil {
@@ -715,7 +740,7 @@ func (r *Router) readPool(ctx context.Context, namespace, group, name string) (p
 // toPool asks the pool's endpoint picker for an endpoint and forwards the
 // request there; when the picker fails, failureMode decides: FailOpen
 // forwards to a Ready pod of the pool, FailClose answers 503.
-func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Request, namespace, group, name string, timeout time.Duration) {
+func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Request, act routeAction, namespace, group, name string, timeout time.Duration) {
 	pool, err := r.readPool(ctx, namespace, group, name)
 	if err != nil {
 		r.fail(w, http.StatusInternalServerError, "%v", err)
@@ -743,7 +768,7 @@ func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Re
 		}
 		r.logf("InferencePool %s/%s (%s): failureMode FailOpen: %v", namespace, name, group, pickErr)
 		w.Header().Set(PickedByHeader, PickedByFailOpen)
-		r.toAnyOf(ctx, w, req, eps, body, timeout)
+		r.toAnyOf(ctx, w, req, act, eps, body, timeout)
 		return
 	}
 	defer p.close()
@@ -757,7 +782,7 @@ func (r *Router) toPool(ctx context.Context, w http.ResponseWriter, req *http.Re
 		ep = eps[i]
 	}
 	w.Header().Set(PickedByHeader, PickedByEndpointPicker)
-	resp, err := r.forward(ctx, req, ep, p.Body, p.SetHeaders, p.RemoveHeaders, timeout)
+	resp, err := r.forward(ctx, req, act, ep, p.Body, p.SetHeaders, p.RemoveHeaders, timeout)
 	if err != nil {
 		r.forwardFailed(w, err)
 		return

@@ -28,6 +28,10 @@
 //     flight: each takes Options.ResponseTime, and at most
 //     Options.MaxRunning run at once; the others wait.
 //
+// Each pod's server records the requests it received, headers and all
+// (Fleet.Received, Fleet.ReceivedWith, the last 256 per pod), so that a
+// test can check what reached the pod: a caller's credentials must not.
+//
 // A port serves TLS when the pod's container does (its --ssl-certfile, or a
 // --cert-path folder, or an HTTPS probe or port name), with the certificate
 // and key of the Secret the pod mounts at that path, read from the API
