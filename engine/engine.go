@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
@@ -123,6 +124,10 @@ type Options struct {
 	// (render, post-render): one group is assumed, and Result.PoolRef and
 	// a warning say which.
 	PoolRefGroups []string
+	// AllowedHostnames are the hostnames a managed route may claim in
+	// spec.hostnames: exact names, or "*.example.com" for any name below
+	// example.com. Default: none (build.CheckRouteOwner).
+	AllowedHostnames []string
 }
 
 func (o Options) withDefaults() Options {
@@ -352,6 +357,10 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 	if err := template.Evaluate(spec, data, prov.Origin); err != nil {
 		return nil, err
 	}
+	// Before anything that reads the cluster: the webhook stops here too.
+	if err := build.CheckRouteOwner(svc.Namespace, svc.Name, spec, opts.AllowedHostnames); err != nil {
+		return nil, err
+	}
 	// After the templates: a ConfigMap's text is the user's, not a template.
 	from, err := resolveSchedulerConfig(spec, svc.Namespace, opts.SystemNamespace, opts.ConfigMaps)
 	if err != nil {
@@ -453,4 +462,20 @@ func dropNullTimestamps(v any) {
 			dropNullTimestamps(e)
 		}
 	}
+}
+
+// RouteErrors merges svc with the presets in catalog and evaluates its
+// templates, as Prepare does, and returns why its managed route would
+// reach beyond the service (build.CheckRouteOwner): the same errors render
+// and the controller refuse the service with. It returns nil when the
+// route is confined, and also when the service does not render that far
+// (a missing preset, a template error): Prepare reports those, and the
+// route is checked again on every render.
+func RouteErrors(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *preset.Catalog, opts Options) field.ErrorList {
+	_, err := prepare(ctx, svc, catalog, opts.withDefaults())
+	var re *build.RouteError
+	if errors.As(err, &re) {
+		return re.Errs
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
@@ -69,6 +70,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("field AuthAudiences[%d]: empty; name an audience of the API server's tokens", i))
 		}
 	}
+	for _, h := range o.AllowedHostnames {
+		if err := checkHostname(h); err != nil {
+			errs = append(errs, fmt.Errorf("field AllowedHostnames: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -109,6 +115,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"before the model server; a service annotated "+convention.AnnotationEnableAuth+`="false" gets an anonymous one`)
 	fs.StringSliceVar(&o.AuthAudiences, "auth-audiences", []string{convention.DefaultAuthAudience},
 		"with --enable-auth: the audiences the services' TokenReview accepts bearer tokens for (comma-separated; docs/auth.md, \"Audiences\")")
+	fs.StringSliceVar(&o.AllowedHostnames, "route-allowed-hostnames", nil,
+		"hostnames a service's managed route may claim in spec.router.route.http.spec.hostnames (comma-separated; "+
+			"\"*.example.com\" allows any name below example.com); default none: a route that claims one is refused")
 	fs.StringToStringVar(&o.Images, "image", nil, "an image by key, KEY=REF (repeatable): overrides a key of presets/images.yaml "+
 		"(vllm, routingSidecar, endpointPicker, inferenceSimulator, "+StorageInitializerImageKey+") or adds one for team presets")
 	fs.Var(newParsed(&o.ImageRegistry, "", func(s string) (string, error) { return s, CheckImageRegistry(s) }), "image-registry",
@@ -124,6 +133,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"its kind: TriggerAuthentication (in the service's namespace) or ClusterTriggerAuthentication")
 	fs.BoolVar(&o.Prometheus.UnsafeSSL, "prometheus-unsafe-ssl", false,
 		"do not verify Prometheus's certificate (KEDA's unsafeSsl); give a CA through the TriggerAuthentication instead")
+}
+
+// checkHostname checks an allowed hostname: a DNS name, or *. and one.
+func checkHostname(h string) error {
+	msgs := utilvalidation.IsDNS1123Subdomain(h)
+	if strings.HasPrefix(h, "*.") {
+		msgs = utilvalidation.IsWildcardDNS1123Subdomain(h)
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("hostname %q: %s", h, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // checkSet checks the option field, when it is set, with parse.

@@ -160,12 +160,30 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, err
 	}
 	if !opts.DisableWebhooks {
-		webhook.Register(mgr.GetWebhookServer())
+		v, err := validator(mgr, opts)
+		if err != nil {
+			return nil, err
+		}
+		webhook.Register(mgr.GetWebhookServer(), v)
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err
 		}
 	}
 	return mgr, nil
+}
+
+// validator is the validating webhook of this controller: it judges a
+// service's route with the presets and render options the controller
+// renders it with. It reads the presets from the API server, not the
+// cache: a service may be written in a namespace the controller does not
+// watch (WatchNamespaces), and admission is rare.
+func validator(mgr manager.Manager, opts Options) (webhook.Validator, error) {
+	images, builtin, err := opts.builtins()
+	if err != nil {
+		return webhook.Validator{}, err
+	}
+	presets := &presetCache{reader: mgr.GetAPIReader(), systemNamespace: opts.SystemNamespace, builtin: builtin}
+	return webhook.Validator{Presets: presets.catalog, Options: opts.engineOptions(images, "")}, nil
 }
 
 // crdServed reports whether the CRD name is established and serves the

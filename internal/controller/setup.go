@@ -28,6 +28,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/certs"
 	"github.com/opendatahub-io/odh-serving/presets"
 )
@@ -45,6 +46,23 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) error {
 	return err
 }
 
+// builtins are the images the presets name, with the overrides of
+// opts.Images, and the built-in presets.
+func (o Options) builtins() (map[string]string, []*preset.Preset, error) {
+	images, err := presets.Images()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Overrides of shipped keys, and new keys for team presets
+	// ({{ .GlobalConfig.Images.vllmRocm }}).
+	maps.Copy(images, o.Images)
+	builtin, err := presets.Load(o.SystemNamespace, *o.PresetPrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	return images, builtin, nil
+}
+
 // setup is Setup; it returns the service reconciler it added.
 func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler, error) {
 	opts = opts.withDefaults()
@@ -53,14 +71,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 	}
 	ctx, cancel := startContext(ctx, opts.StartTimeout)
 	defer cancel()
-	images, err := presets.Images()
-	if err != nil {
-		return nil, err
-	}
-	// Overrides of shipped keys, and new keys for team presets
-	// ({{ .GlobalConfig.Images.vllmRocm }}).
-	maps.Copy(images, opts.Images)
-	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
+	images, builtin, err := opts.builtins()
 	if err != nil {
 		return nil, err
 	}

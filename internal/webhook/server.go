@@ -5,9 +5,9 @@ import (
 )
 
 // Register adds the validating, replicas and conversion webhooks to a
-// webhook server.
-func Register(server webhook.Server) {
-	server.Register(ValidatePath, &webhook.Admission{Handler: Validator{}})
+// webhook server; v validates.
+func Register(server webhook.Server, v Validator) {
+	server.Register(ValidatePath, &webhook.Admission{Handler: v})
 	server.Register(ReplicasPath, &webhook.Admission{Handler: Replicas{}})
 	server.Register(ConvertPath, Converter{})
 }

@@ -16,18 +16,32 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/api/validation"
+	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/preset"
+	"github.com/opendatahub-io/odh-serving/presets"
 )
 
 // ValidatePath is where the validating webhook is served.
 const ValidatePath = "/validate"
 
-// Validator admits services and presets of either served version.
-type Validator struct{}
+// Validator admits services and presets of either served version. Its zero
+// value checks services' managed routes against the built-in presets and
+// the default render options.
+type Validator struct {
+	// Presets returns the catalog a service in namespace renders with (the
+	// controller's: the built-in presets under the LLMInferenceServiceConfigs
+	// of the system namespace and the service's). Nil: the built-in presets.
+	Presets func(ctx context.Context, namespace string) (*preset.Catalog, error)
+	// Options are the render options of the controller the webhook serves,
+	// so that a route is judged as the controller renders it (the gateways,
+	// the allowed hostnames, the images the templates name).
+	Options engine.Options
+}
 
 var _ admission.Handler = Validator{}
 
 // Handle decides one admission request.
-func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -37,6 +51,9 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	switch req.Kind.Kind {
 	case "LLMInferenceService":
 		errs, warnings = services.check(req)
+		if len(errs) == 0 && changesSpec(req) {
+			errs = v.checkRoute(ctx, req)
+		}
 	case "LLMInferenceServiceConfig":
 		errs, warnings = configs.check(req)
 	default:
@@ -122,4 +139,59 @@ func rawUnchangedOrDeleting(req admission.Request) bool {
 		return false
 	}
 	return newObj.Metadata.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec)
+}
+
+// changesSpec reports whether the request is one check judges: a create,
+// or an update that changes the spec of an object not being deleted.
+func changesSpec(req admission.Request) bool {
+	return req.Operation == admissionv1.Create || !rawUnchangedOrDeleting(req)
+}
+
+// checkRoute refuses a service whose managed route, merged from its presets
+// and evaluated, would match requests meant for another service
+// (engine.RouteErrors, build.CheckRouteOwner): the errors render and the
+// controller give, word for word. A service whose presets do not resolve
+// yet is admitted, and its route is checked when the controller renders
+// it.
+func (v Validator) checkRoute(ctx context.Context, req admission.Request) field.ErrorList {
+	svc, errs := validation.DecodeService(req.Kind.Version, req.Object.Raw)
+	if len(errs) > 0 {
+		return errs
+	}
+	if svc.Namespace == "" {
+		svc.Namespace = req.Namespace
+	}
+	catalog, opts, err := v.renderInputs(ctx, svc.Namespace)
+	if err != nil {
+		// Refused, not admitted unchecked: the API server retries, and a
+		// route that would take another tenant's traffic never slips through.
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "router", "route"), err)}
+	}
+	return engine.RouteErrors(ctx, svc, catalog, opts)
+}
+
+// renderInputs are the catalog and options a service in namespace renders
+// with.
+func (v Validator) renderInputs(ctx context.Context, namespace string) (*preset.Catalog, engine.Options, error) {
+	opts := v.Options.Defaults()
+	if opts.Images == nil {
+		images, err := presets.Images()
+		if err != nil {
+			return nil, opts, err
+		}
+		opts.Images = images
+	}
+	if v.Presets != nil {
+		c, err := v.Presets(ctx, namespace)
+		if err != nil {
+			return nil, opts, fmt.Errorf("read the presets of namespace %s: %w", namespace, err)
+		}
+		return c, opts, nil
+	}
+	builtin, err := presets.Load(opts.SystemNamespace, *opts.PresetPrefix)
+	if err != nil {
+		return nil, opts, err
+	}
+	c, err := preset.Overlay(opts.SystemNamespace, builtin, nil)
+	return c, opts, err
 }

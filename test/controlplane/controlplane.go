@@ -173,7 +173,7 @@ func (cp *ControlPlane) startWebhooks() error {
 		CertDir: opts.LocalServingCertDir,
 		TLSOpts: []func(*tls.Config){controller.WebhookTLS},
 	})
-	webhook.Register(server)
+	webhook.Register(server, webhook.Validator{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cp.stopServer = cancel
 	go func() { cp.serverDone <- server.Start(ctx) }()
