@@ -124,6 +124,16 @@ type Options struct {
 	// (render, post-render): one group is assumed, and Result.PoolRef and
 	// a warning say which.
 	PoolRefGroups []string
+	// WithoutNetworkPolicy leaves out the NetworkPolicy each workload
+	// otherwise gets (build.Options.NetworkPolicy): only the gateways, the
+	// service's endpoint picker, MonitoringNamespaces and the service's own
+	// pods may reach its model servers. Off only where something else
+	// confines them: with it any pod of the cluster reaches the model
+	// servers past the gateway's auth.
+	WithoutNetworkPolicy bool
+	// MonitoringNamespaces may reach the model servers' ports too
+	// (Prometheus's scrapes), through each workload's NetworkPolicy.
+	MonitoringNamespaces []string
 	// AllowedHostnames are the hostnames a managed route may claim in
 	// spec.hostnames: exact names, or "*.example.com" for any name below
 	// example.com. Default: none (build.CheckRouteOwner).
@@ -221,6 +231,7 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		GatewayTLS:      opts.GatewayTLS, IstioShadowService: opts.IstioShadowService, Monitoring: opts.Monitoring,
 		WithoutKEDA: opts.WithoutKEDA, Prometheus: opts.Prometheus, PoolRefGroups: opts.PoolRefGroups, Auth: opts.Auth,
 		AuthAudiences: opts.AuthAudiences,
+		NetworkPolicy: !opts.WithoutNetworkPolicy, MonitoringNamespaces: opts.MonitoringNamespaces,
 	}
 	if opts.Tiers != nil && opts.MaaSGatewayName != "" && !p.Stopped && len(opts.Tiers.Grant(tier.ReadAnnotation(p.svc.Annotations)).Tiers) > 0 {
 		bopts.MaaSGateway = build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace}
@@ -389,6 +400,8 @@ var kindOrder = []struct {
 }{
 	{"ServiceAccount", 0}, {"Secret", 0}, {"Role", 0},
 	{"RoleBinding", 1}, {"ClusterRoleBinding", 1}, {"Certificate", 1}, {"Service", 1},
+	// A workload's pods start behind their NetworkPolicy.
+	{"NetworkPolicy", 1},
 	{"Deployment", 2}, {"LeaderWorkerSet", 2},
 	{"InferencePool", 3}, {"HTTPRoute", 3},
 	{"DestinationRule", 3}, {"BackendTLSPolicy", 3}, {"PodMonitor", 3}, {"ServiceMonitor", 3},

@@ -72,6 +72,50 @@ spec:
 	//     llm-d.ai/role: both
 	//   type: ClusterIP
 	// ---
+	// apiVersion: networking.k8s.io/v1
+	// kind: NetworkPolicy
+	// metadata:
+	//   labels:
+	//     app.kubernetes.io/component: llminferenceservice-workload
+	//     app.kubernetes.io/name: tiny
+	//     app.kubernetes.io/part-of: llminferenceservice
+	//   name: tiny-kserve
+	//   namespace: demo
+	// spec:
+	//   ingress:
+	//   - from:
+	//     - namespaceSelector:
+	//         matchExpressions:
+	//         - key: kubernetes.io/metadata.name
+	//           operator: In
+	//           values:
+	//           - opendatahub
+	//     ports:
+	//     - port: 8000
+	//       protocol: TCP
+	//   - from:
+	//     - podSelector:
+	//         matchExpressions:
+	//         - key: app.kubernetes.io/component
+	//           operator: In
+	//           values:
+	//           - llminferenceservice-workload
+	//           - llminferenceservice-workload-prefill
+	//           - llminferenceservice-workload-leader
+	//           - llminferenceservice-workload-worker
+	//           - llminferenceservice-workload-leader-prefill
+	//           - llminferenceservice-workload-worker-prefill
+	//         matchLabels:
+	//           app.kubernetes.io/name: tiny
+	//           app.kubernetes.io/part-of: llminferenceservice
+	//   podSelector:
+	//     matchLabels:
+	//       app.kubernetes.io/component: llminferenceservice-workload
+	//       app.kubernetes.io/name: tiny
+	//       app.kubernetes.io/part-of: llminferenceservice
+	//   policyTypes:
+	//   - Ingress
+	// ---
 	// apiVersion: apps/v1
 	// kind: Deployment
 	// metadata:

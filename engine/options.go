@@ -70,6 +70,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("field AuthAudiences[%d]: empty; name an audience of the API server's tokens", i))
 		}
 	}
+	for _, ns := range o.MonitoringNamespaces {
+		if msgs := utilvalidation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("field MonitoringNamespaces: %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
 	for _, h := range o.AllowedHostnames {
 		if err := checkHostname(h); err != nil {
 			errs = append(errs, fmt.Errorf("field AllowedHostnames: %w", err))
@@ -115,6 +120,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"before the model server; a service annotated "+convention.AnnotationEnableAuth+`="false" gets an anonymous one`)
 	fs.StringSliceVar(&o.AuthAudiences, "auth-audiences", []string{convention.DefaultAuthAudience},
 		"with --enable-auth: the audiences the services' TokenReview accepts bearer tokens for (comma-separated; docs/auth.md, \"Audiences\")")
+	fs.VarPF(&invertedBool{dst: &o.WithoutNetworkPolicy}, "network-policy", "",
+		"give each workload a NetworkPolicy: only the gateways' namespaces, the service's endpoint picker, --monitoring-namespaces "+
+			"and the service's own pods reach its model servers (--network-policy=false: none, and any pod reaches them past the gateway's auth)").
+		NoOptDefVal = "true"
+	fs.StringSliceVar(&o.MonitoringNamespaces, "monitoring-namespaces", nil,
+		"namespaces whose pods (Prometheus) may reach the model servers' ports through each workload's NetworkPolicy (comma-separated)")
 	fs.StringSliceVar(&o.AllowedHostnames, "route-allowed-hostnames", nil,
 		"hostnames a service's managed route may claim in spec.router.route.http.spec.hostnames (comma-separated; "+
 			"\"*.example.com\" allows any name below example.com); default none: a route that claims one is refused")

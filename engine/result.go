@@ -100,6 +100,9 @@ const (
 	// ScaledObject); RolePrefillAutoscaler the prefill workload's.
 	RoleAutoscaler        Role = "autoscaler"
 	RolePrefillAutoscaler Role = "prefill-autoscaler"
+	// RoleNetworkPolicy is a workload's NetworkPolicy: who may reach its
+	// model servers.
+	RoleNetworkPolicy Role = "network-policy"
 )
 
 // Named returns the name of the child built for role, or "" when none was.
@@ -206,6 +209,8 @@ func roleOf(n build.Names, o build.Object) Role {
 		return RoleGatewayTLS
 	case "AuthPolicy":
 		return RoleAuth
+	case "NetworkPolicy":
+		return RoleNetworkPolicy
 	case "PodMonitor", "ServiceMonitor", "Secret":
 		return RoleMonitor
 	case build.KindHPA, build.KindScaledObject:

@@ -74,6 +74,8 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 			"1 rbac ClusterRoleBinding team-a-llama-pd-epp-auth-rb",
 			"1 scheduler-service Service llama-pd-epp-service",
 			"1 workload-service Service llama-pd-kserve-workload-svc",
+			"1 network-policy NetworkPolicy llama-pd-kserve",
+			"1 network-policy NetworkPolicy llama-pd-kserve-prefill",
 			"2 main Deployment llama-pd-kserve",
 			"2 prefill Deployment llama-pd-kserve-prefill",
 			"2 scheduler Deployment llama-pd-kserve-router-scheduler",
@@ -95,6 +97,8 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 			"1 rbac ClusterRoleBinding team-c-deepseek-pd-epp-auth-rb",
 			"1 scheduler-service Service deepseek-pd-epp-service",
 			"1 workload-service Service deepseek-pd-kserve-workload-svc",
+			"1 network-policy NetworkPolicy deepseek-pd-kserve-mn",
+			"1 network-policy NetworkPolicy deepseek-pd-kserve-mn-prefill",
 			"2 scheduler Deployment deepseek-pd-kserve-router-scheduler",
 			"2 worker LeaderWorkerSet deepseek-pd-kserve-mn",
 			"2 prefill-worker LeaderWorkerSet deepseek-pd-kserve-mn-prefill",
@@ -109,6 +113,7 @@ func TestResultSaysWhatWasBuilt(t *testing.T) {
 		name: "external-pool",
 		want: []string{
 			"1 workload-service Service shared-kserve-workload-svc",
+			"1 network-policy NetworkPolicy shared-kserve",
 			"2 main Deployment shared-kserve",
 			"3 route HTTPRoute shared-kserve-route",
 		},
@@ -192,7 +197,7 @@ func TestWavesFollowTheApplyOrder(t *testing.T) {
 	for w, want := range [][]string{
 		{"ServiceAccount", "Role"},
 		// The RBAC API refuses a binding whose Role does not exist yet.
-		{"RoleBinding", "ClusterRoleBinding", "Service"},
+		{"RoleBinding", "ClusterRoleBinding", "Service", "NetworkPolicy"},
 		{"Deployment"},
 		{"InferencePool", "HTTPRoute"},
 	} {

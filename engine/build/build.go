@@ -72,6 +72,13 @@ type Options struct {
 	// controller found it. Empty: not known (offline), or found in none;
 	// the route then names the pool in one assumed group (see RefPool).
 	PoolRefGroups []string
+	// NetworkPolicy adds a NetworkPolicy per workload that lets only the
+	// gateways, the endpoint picker, the monitoring namespaces and the
+	// service's own pods reach the model servers (networkPolicy).
+	NetworkPolicy bool
+	// MonitoringNamespaces may reach the model servers' ports too, for
+	// Prometheus's scrapes.
+	MonitoringNamespaces []string
 }
 
 // GatewayRef names a Gateway.

@@ -16,14 +16,6 @@ const ComponentMonitoring = "llminferenceservice-monitoring"
 // every shipped preset: the port the engine monitor scrapes.
 const MetricsPortName = "https"
 
-// workloadComponents are the component labels of the pods that run a
-// model server.
-var workloadComponents = []any{
-	ComponentWorkload, ComponentWorkloadPrefill,
-	ComponentWorkloadLeader, ComponentWorkloadWorker,
-	ComponentWorkloadLeaderPrefill, ComponentWorkloadWorkerPrefill,
-}
-
 // monitors adds, with Monitoring on, a PodMonitor for the service's model
 // servers and a ServiceMonitor for its endpoint picker, with what the
 // endpoint picker's one needs: its metrics endpoint checks that the caller
@@ -76,7 +68,7 @@ func (b *builder) engineMonitor() *unstructured.Unstructured {
 		"selector": map[string]any{
 			"matchLabels": map[string]any{convention.LabelPartOf: convention.PartOf, convention.LabelName: b.svc.Name},
 			"matchExpressions": []any{map[string]any{
-				"key": convention.LabelComponent, "operator": "In", "values": workloadComponents,
+				"key": convention.LabelComponent, "operator": "In", "values": anySlice(workloadComponents),
 			}},
 		},
 		"podMetricsEndpoints": []any{map[string]any{
@@ -146,4 +138,12 @@ func (b *builder) eppHasMetricsPort() bool {
 		}
 	}
 	return false
+}
+
+func anySlice[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

@@ -114,6 +114,9 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 			},
 		}
 		b.add(d)
+		if b.opts.NetworkPolicy {
+			b.add(b.networkPolicy(k.deployment, k.component, k.component))
+		}
 		return nil
 	}
 
@@ -166,6 +169,9 @@ func (b *builder) workload(w *v1alpha2.WorkloadSpec, k workloadKind, path string
 		}
 	}
 	b.add(b.serviceAccount(k.multiNodeSA, k.component), lws)
+	if b.opts.NetworkPolicy {
+		b.add(b.networkPolicy(k.lws, k.component, k.leader, k.worker))
+	}
 	if sidecar {
 		b.add(b.podRBAC(k.multiNodeSA, b.names.multiNodeRole, b.names.multiNodeRoleBinding, k.component)[1:]...)
 	}

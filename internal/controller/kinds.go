@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,6 +97,7 @@ var (
 	gvkPodMonitor         = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
 	gvkServiceMonitor     = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
 	gvkAuthPolicy         = schema.GroupVersionKind{Group: convention.KuadrantGroup, Version: "v1", Kind: "AuthPolicy"}
+	gvkNetworkPolicy      = networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")
 )
 
 // childKinds are every kind the engine renders. The label inventory that
@@ -108,6 +110,7 @@ var childKinds = []kind{
 	{gvk: gvkClusterRoleBinding, clusterScoped: true},
 	{gvk: gvkCertificate, crd: crdCertificate, certManager: true},
 	{gvk: gvkService},
+	{gvk: gvkNetworkPolicy},
 	{gvk: gvkDeployment, workload: true},
 	{gvk: gvkLWS, crd: crdLWS, workload: true},
 	{gvk: gvkHPA},
@@ -148,6 +151,7 @@ var typedKinds = map[schema.GroupVersionKind]goTypes{
 	gvkClusterRoleBinding: goType[rbacv1.ClusterRoleBinding, rbacv1.ClusterRoleBindingList](),
 	gvkLWS:                goType[lwsv1.LeaderWorkerSet, lwsv1.LeaderWorkerSetList](),
 	gvkHPA:                goType[autoscalingv2.HorizontalPodAutoscaler, autoscalingv2.HorizontalPodAutoscalerList](),
+	gvkNetworkPolicy:      goType[networkingv1.NetworkPolicy, networkingv1.NetworkPolicyList](),
 	gvkPoolV1:             goType[gieapiv1.InferencePool, gieapiv1.InferencePoolList](),
 	gvkPoolV1alpha2:       goType[gieapixv1alpha2.InferencePool, gieapixv1alpha2.InferencePoolList](),
 	gvkHTTPRoute:          goType[gatewayv1.HTTPRoute, gatewayv1.HTTPRouteList](),

@@ -43,6 +43,7 @@ var selectedKinds = map[schema.GroupVersionKind]labels.Selector{
 	gvkServiceAccount: childSelector,
 	gvkRole:           childSelector,
 	gvkRoleBinding:    childSelector,
+	gvkNetworkPolicy:  childSelector,
 	// Secrets are many and sensitive: only ours (serving certificates,
 	// the CA and the metrics readers' tokens carry managed-by).
 	gvkSecret: labels.SelectorFromSet(labels.Set{convention.LabelManagedBy: convention.ManagedBy}),

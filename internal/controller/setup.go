@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,7 +132,9 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) (*Reconciler,
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: ptr.To(true)}).
 		Watches(&v1alpha2.LLMInferenceServiceConfig{}, r.configHandler()).
 		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{}))
-	children := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}}
+	children := []client.Object{
+		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &appsv1.Deployment{}, &networkingv1.NetworkPolicy{},
+	}
 	if r.makesSecrets() {
 		children = append(children, &corev1.Secret{})
 	}

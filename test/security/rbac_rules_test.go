@@ -65,7 +65,8 @@ var chartRules = []chartRule{
 		"rbac.authorization.k8s.io/roles", "rbac.authorization.k8s.io/rolebindings", "inference.networking.k8s.io/inferencepools",
 		"inference.networking.x-k8s.io/inferencepools", "gateway.networking.k8s.io/httproutes", "autoscaling/horizontalpodautoscalers",
 		"keda.sh/scaledobjects", "cert-manager.io/certificates", "networking.istio.io/destinationrules",
-		"gateway.networking.k8s.io/backendtlspolicies", "monitoring.coreos.com/podmonitors", "monitoring.coreos.com/servicemonitors"},
+		"gateway.networking.k8s.io/backendtlspolicies", "monitoring.coreos.com/podmonitors", "monitoring.coreos.com/servicemonitors",
+		"networking.k8s.io/networkpolicies"},
 		[]string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil, whyChildren},
 	{"odh-serving-controller", []string{"kuadrant.io/authpolicies"}, []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil,
 		"auth on: the AuthPolicy on each route of each service, which names the service (anonymous for one annotated " +
@@ -78,7 +79,7 @@ var chartRules = []chartRule{
 	{"odh-serving-controller", []string{"apps/deployments", "leaderworkerset.x-k8s.io/leaderworkersets", "/services", "/serviceaccounts",
 		"rbac.authorization.k8s.io/roles", "rbac.authorization.k8s.io/rolebindings", "inference.networking.k8s.io/inferencepools",
 		"inference.networking.x-k8s.io/inferencepools", "autoscaling/horizontalpodautoscalers", "keda.sh/scaledobjects",
-		"cert-manager.io/certificates", "rbac.authorization.k8s.io/clusterrolebindings"},
+		"cert-manager.io/certificates", "rbac.authorization.k8s.io/clusterrolebindings", "networking.k8s.io/networkpolicies"},
 		[]string{"get", "list", "watch"}, nil, whyStaticChildren},
 	{"odh-serving-controller", []string{"gateway.networking.k8s.io/httproutes"}, []string{"get", "list", "watch", "update", "patch"}, nil,
 		"static mode: the controller shifts the routes' weights during the InferencePool migration"},

@@ -131,3 +131,23 @@ watches all.
 {{- end -}}
 {{- toJson $namespaces -}}
 {{- end -}}
+
+{{/*
+The allowedRoutes of a listener the chart makes: gateways.allowedRoutes,
+checked.
+*/}}
+{{- define "odh-serving.allowedRoutes" -}}
+{{- $a := .Values.gateways.allowedRoutes.namespaces -}}
+{{- if not (has $a.from (list "All" "Selector" "Same")) -}}
+{{- fail (printf "gateways.allowedRoutes.namespaces.from: %q; want All, Selector or Same" $a.from) -}}
+{{- end -}}
+{{- if and (eq $a.from "Selector") (not $a.selector) -}}
+{{- fail "gateways.allowedRoutes.namespaces.selector: from: Selector needs a label selector (matchLabels or matchExpressions) naming the namespaces whose routes the gateways admit" -}}
+{{- end -}}
+namespaces:
+  from: {{ $a.from }}
+  {{- if eq $a.from "Selector" }}
+  selector:
+    {{- toYaml $a.selector | nindent 4 }}
+  {{- end }}
+{{- end }}
