@@ -141,13 +141,21 @@ checked.
 {{- if not (has $a.from (list "All" "Selector" "Same")) -}}
 {{- fail (printf "gateways.allowedRoutes.namespaces.from: %q; want All, Selector or Same" $a.from) -}}
 {{- end -}}
-{{- if and (eq $a.from "Selector") (not $a.selector) -}}
+{{- $sel := $a.selector | default dict -}}
+{{- if and (eq $a.from "Selector") (not (or $sel.matchLabels $sel.matchExpressions)) -}}
 {{- fail "gateways.allowedRoutes.namespaces.selector: from: Selector needs a label selector (matchLabels or matchExpressions) naming the namespaces whose routes the gateways admit" -}}
 {{- end -}}
 namespaces:
   from: {{ $a.from }}
   {{- if eq $a.from "Selector" }}
   selector:
-    {{- toYaml $a.selector | nindent 4 }}
+    {{- with $sel.matchLabels }}
+    matchLabels:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with $sel.matchExpressions }}
+    matchExpressions:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
   {{- end }}
 {{- end }}
