@@ -170,7 +170,9 @@ func (o routeOwner) checkMatch(at *field.Path, m gatewayv1.HTTPRouteMatch) field
 			"path %q (RegularExpression): odh-serving cannot prove that a regular expression matches only this service's paths (%s); "+
 				"use Exact or PathPrefix, or %s", value, o.prefixes(), headerHint)))
 	default:
-		return append(errs, field.Forbidden(at.Child("path", "type"), fmt.Sprintf("path match type %q: want Exact or PathPrefix", typ)))
+		// Not a type of Gateway API's: the API server refuses the route,
+		// which then captures nothing, and says why.
+		return errs
 	}
 	if why := unsafePath(value); why != "" {
 		return append(errs, field.Forbidden(pp, fmt.Sprintf("path %q: %s; gateways normalize such paths, so it cannot be confined to this service's", value, why)))
