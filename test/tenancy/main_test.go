@@ -12,8 +12,9 @@ import (
 func init() { testenv.InitLogger() }
 
 var (
-	// cp is the control plane the package's tests share: GIE's, Gateway
-	// API's and Kuadrant's CRDs.
+	// cp is the control plane the package's tests share: our CRDs (a
+	// tenant's LLMInferenceService goes through the validating webhook),
+	// GIE's, Gateway API's and Kuadrant's.
 	cp *controlplane.ControlPlane
 	// nodes is the kwok cluster on cp, started by the first test.
 	nodes testenv.Cluster
@@ -24,5 +25,5 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testenv.UseTestGOGC()
-	testenv.MainWith(m, &cp, controlplane.Options{CRDs: []string{crds.GIE, crds.GatewayAPI, crds.Kuadrant}}, &nodes)
+	testenv.MainWith(m, &cp, controlplane.Options{CRDs: []string{crds.Serving, crds.GIE, crds.GatewayAPI, crds.Kuadrant}}, &nodes)
 }
