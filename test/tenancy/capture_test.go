@@ -106,9 +106,12 @@ func TestRoutesCannotCaptureAnotherTenant(t *testing.T) {
 }
 
 // captureService is team-b's service name whose managed route has the
-// one match m, to its own pods.
+// one match m, to its own pods. team-b opens it to anonymous callers
+// (its own choice for its own service): the route's AuthPolicy, which
+// names team-b's service, then lets team-a's callers through to team-b's
+// pods, tokens and all.
 func captureService(name string, m gatewayv1.HTTPRouteMatch) *v1alpha2.LLMInferenceService {
-	svc := Service(TeamB, name, map[string]string{build.AnnotationModelBasedRouting: "true"})
+	svc := Service(TeamB, name, map[string]string{build.AnnotationModelBasedRouting: "true", convention.AnnotationEnableAuth: "false"})
 	svc.Spec.Router.Route.HTTP = &v1alpha2.HTTPRouteSpec{Spec: &gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
 			Name: convention.IngressGatewayName, Namespace: ptr(gatewayv1.Namespace(engine.DefaultSystemNamespace)),
