@@ -142,21 +142,20 @@ func (b *builder) stripCredentials(rules []gatewayv1.HTTPRouteRule) error {
 		return nil
 	}
 	for i := range rules {
-		filters := rules[i].Filters
-		at := slices.IndexFunc(filters, func(f gatewayv1.HTTPRouteFilter) bool {
+		at := slices.IndexFunc(rules[i].Filters, func(f gatewayv1.HTTPRouteFilter) bool {
 			return f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier
 		})
 		if at < 0 {
-			rules[i].Filters = append(filters, gatewayv1.HTTPRouteFilter{
+			rules[i].Filters = append(rules[i].Filters, gatewayv1.HTTPRouteFilter{
 				Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
 				RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Remove: []string{AuthorizationHeader}},
 			})
 			continue
 		}
-		f := filters[at].RequestHeaderModifier
+		f := rules[i].Filters[at].RequestHeaderModifier
 		if f == nil {
 			f = &gatewayv1.HTTPHeaderFilter{}
-			filters[at].RequestHeaderModifier = f
+			rules[i].Filters[at].RequestHeaderModifier = f
 		}
 		if slices.ContainsFunc(f.Remove, func(h string) bool { return strings.EqualFold(h, AuthorizationHeader) }) {
 			continue
