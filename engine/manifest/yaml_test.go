@@ -115,9 +115,9 @@ func randomValue(r *rand.Rand, depth int) any {
 	case k == 5:
 		return int64(r.IntN(2000) - 1000)
 	case k == 6:
-		return []float64{0.5, -1e21, 3, math.Inf(1), 1e-7}[r.IntN(5)]
+		return []float64{0.5, -1e21, 3, math.Inf(1), 1e-7}[r.IntN(5)] //nolint:gosec // IntN(5) indexes the five
 	case k == 7:
-		return []any{nil, true, false}[r.IntN(3)]
+		return []any{nil, true, false}[r.IntN(3)] //nolint:gosec // IntN(3) indexes the three
 	case k < 10:
 		return randomMap(r, depth+1)
 	default:

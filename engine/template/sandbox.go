@@ -228,7 +228,7 @@ func rangeLimit(root, v any) (any, error) {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n = int(min(max(rv.Int(), 0), maxSteps+1))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		n = int(min(rv.Uint(), maxSteps+1))
+		n = int(min(rv.Uint(), maxSteps+1)) //nolint:gosec // bounded by maxSteps+1, which fits an int
 	case reflect.Slice, reflect.Array, reflect.Map, reflect.String, reflect.Chan:
 		n = rv.Len()
 	}

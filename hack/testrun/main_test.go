@@ -86,7 +86,7 @@ func TestRun(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestRun(t *testing.T) {
 		"a/x/broken_test.go": "package x\n\nvar _ int = \"\"\n",
 		"fail/vet_test.go":   "package fail\n\nimport \"fmt\"\n\nvar _ = fmt.Sprintf(\"%d\", \"s\")\n",
 	} {
-		if err := os.WriteFile(filepath.Join(mod, file), []byte(src), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(mod, file), []byte(src), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

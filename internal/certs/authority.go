@@ -25,7 +25,7 @@ import (
 const (
 	// CASecretName is the default name of the shared CA secret in the
 	// system namespace.
-	CASecretName = "odh-serving-self-signed-ca"
+	CASecretName = "odh-serving-self-signed-ca" //nolint:gosec // a Secret's name, not a credential
 	// CACommonName is the subject of the CAs this package makes.
 	CACommonName = "odh-serving self-signed CA"
 

@@ -23,7 +23,7 @@ import (
 )
 
 // WebhookSecretName is the default name of the webhook's serving secret.
-const WebhookSecretName = "odh-serving-webhook-cert"
+const WebhookSecretName = "odh-serving-webhook-cert" //nolint:gosec // a Secret's name, not a credential
 
 // DefaultCRDNames are the CRDs whose conversion webhook gets the CA bundle.
 var DefaultCRDNames = []string{

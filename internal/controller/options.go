@@ -118,7 +118,7 @@ const (
 	// into the APIService, as it does for the webhook.
 	MaaSAPIService       = "v1alpha1.modelserving.opendatahub.io"
 	MaaSAPIServerService = "odh-serving-api-server"
-	MaaSAPIServerSecret  = "odh-serving-api-server-cert"
+	MaaSAPIServerSecret  = "odh-serving-api-server-cert" //nolint:gosec // a Secret's name, not a credential
 
 	// LeaderElectionID is the Lease the replicas compete for.
 	LeaderElectionID = "odh-serving-controller.opendatahub.io"

@@ -103,7 +103,7 @@ func retryRefused[T any](ctx context.Context, do func() (T, error)) (T, error) {
 		if err == nil || !utilnet.IsConnectionRefused(err) {
 			return out, err
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1)) //nolint:gosec // jitter between redials: spreads replicas, guards nothing
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -70,7 +70,7 @@ func rewrite(path string, got []byte) (bool, error) {
 	if old, err := os.ReadFile(path); err == nil && normalise(old) == normalise(got) {
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return false, fmt.Errorf("rewrite golden file %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // golden files are committed and read by everyone: 0644 as git checks them out

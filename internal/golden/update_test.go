@@ -56,7 +56,7 @@ func TestUpdate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "testdata", "out.txt")
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(file, []byte(c.file), 0o600); err != nil {

@@ -2,6 +2,7 @@ package imagebuild
 
 import (
 	"archive/tar"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -73,12 +74,10 @@ func writeArchive(o Options, idx v1.ImageIndex, archive string) error {
 		return err
 	})
 	if err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", tmp, err)
+		return errors.Join(fmt.Errorf("writing %s: %w", tmp, err), f.Close())
 	}
 	if err := tw.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", tmp, err)
+		return errors.Join(fmt.Errorf("writing %s: %w", tmp, err), f.Close())
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", tmp, err)

@@ -146,7 +146,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.OutDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", o.OutDir, err)
 	}
 	binaries, err := compileAll(ctx, o)
@@ -243,7 +243,7 @@ func compileAll(ctx context.Context, o Options) ([]string, error) {
 // progress line to log.
 func compile(ctx context.Context, o Options, p v1.Platform, out string, log io.Writer) error {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", o.LDFlags, "-o", out, o.Package)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", o.LDFlags, "-o", out, o.Package) //nolint:gosec // go build of the package and flags make image names; no shell runs them
 	cmd.Dir = o.ModuleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if p.Variant != "" && p.Architecture == "arm" {

@@ -87,7 +87,7 @@ func writeSBOM(o Options, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("encoding the SBOM %s: %w", res.SBOM, err)
 	}
-	if err := os.WriteFile(res.SBOM, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(res.SBOM, append(b, '\n'), 0o644); err != nil { //nolint:gosec // the SBOM is published beside the image: anyone may read it
 		return fmt.Errorf("writing the SBOM: %w", err)
 	}
 	return nil

@@ -507,7 +507,7 @@ func (d *demo) routeHere(ctx context.Context, service, portName string) (*hostlo
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port.Number)); err != nil { //nolint:gosec // a port fits
+	if err := localcluster.RouteServiceToHost(ctx, d.c, systemNamespace, service, portName, int32(port.Number)); err != nil {
 		return nil, nil, err
 	}
 	ip, err := d.hostIP()

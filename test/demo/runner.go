@@ -112,7 +112,7 @@ func (r *runner) commandLine(name string, args []string) string {
 }
 
 func (r *runner) run(ctx context.Context, env []string, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // the demo runs the tools it built
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = r.cfg.Root
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer

@@ -69,7 +69,7 @@ func Start(binary string, args []string, kubeconfig string, out io.Writer) (*Pro
 	}
 	p.Args = append(p.Args, QuietPoolMetrics...)
 	p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.grpcPort))
-	p.cmd = exec.Command(binary, p.Args...) //nolint:gosec // the endpoint picker the test assets built
+	p.cmd = exec.Command(binary, p.Args...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = childAttr()

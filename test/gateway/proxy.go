@@ -515,7 +515,8 @@ func (r *Router) readyEndpoints(ctx context.Context, namespace string, selector 
 // whether the container serves TLS there (the port is named https or its
 // probe's scheme is HTTPS).
 func containerPort(p *corev1.Pod, port string) (int32, bool, bool) {
-	n, numErr := strconv.Atoi(port)
+	// A port number is 32 bits in the API; a larger one names no port.
+	n, numErr := strconv.ParseInt(port, 10, 32)
 	all := append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...)
 	for _, c := range all {
 		for _, cp := range c.Ports {

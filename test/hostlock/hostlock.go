@@ -30,7 +30,7 @@ func Try(dir, name string) (*Lock, error) {
 	path := filepath.Join(dir, "odh-serving-"+name+".lock")
 	// Read-only and readable by all: flock needs no write access, so
 	// another user's file can be locked too where the folder allows.
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644) //nolint:gosec // an empty lock file
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("claim %s: %w (%w)", name, ErrHeld, err)
 	}

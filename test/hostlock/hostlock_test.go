@@ -3,6 +3,7 @@ package hostlock_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -46,7 +47,7 @@ func TestTryOtherProcess(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTryOtherProcess$") //nolint:gosec // this test binary
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTryOtherProcess$")
 	cmd.Env = append(os.Environ(), "HOSTLOCK_HOLD="+dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -89,10 +90,10 @@ func heldUntilKilled(t *testing.T, cmd *exec.Cmd, dir string) {
 func hold(dir string) {
 	l, err := hostlock.Try(dir, "pods")
 	if err != nil {
-		os.Stdout.WriteString("error: " + err.Error() + "\n")
+		fmt.Println("error: " + err.Error())
 		os.Exit(1)
 	}
-	os.Stdout.WriteString("held\n")
+	fmt.Println("held")
 	time.Sleep(time.Minute)
 	_ = l.Release()
 	os.Exit(1)
@@ -110,7 +111,7 @@ func TestInheritedClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInheritedClaim$") //nolint:gosec // this test binary
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInheritedClaim$")
 	cmd.Env = append(os.Environ(), "HOSTLOCK_SLEEP=1")
 	cmd.ExtraFiles = []*os.File{l.File()}
 	if err := cmd.Start(); err != nil {

@@ -284,8 +284,8 @@ func (c *Cluster) run(p Process) error {
 	if err != nil {
 		return fmt.Errorf("kwok cluster: %w", err)
 	}
-	defer log.Close()                             // the child has its own copy
-	cmd := exec.Command(p.Args[0], p.Args[1:]...) //nolint:gosec // the binaries of hack/setup-test-assets.sh
+	defer log.Close() // the child has its own copy
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {

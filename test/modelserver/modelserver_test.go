@@ -142,7 +142,7 @@ func freePort(t *testing.T) int32 {
 			t.Error(err)
 		}
 	})
-	return int32(p.Number) //nolint:gosec // a port fits
+	return int32(p.Number)
 }
 
 func simPod(ip string, port int32, args ...string) *corev1.Pod {

@@ -43,8 +43,8 @@ func TestWebhookServerTLS(t *testing.T) {
 		ok      bool
 	}{{tls.VersionTLS10, false}, {tls.VersionTLS11, false}, {tls.VersionTLS12, true}, {tls.VersionTLS13, true}} {
 		name := tls.VersionName(tc.version)
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{
-			RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tc.version, MaxVersion: tc.version, //nolint:gosec // offering old versions is the test
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{ //nolint:gosec // offering old versions is the test
+			RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tc.version, MaxVersion: tc.version,
 			NextProtos: []string{"h2", "http/1.1"},
 		})
 		switch {

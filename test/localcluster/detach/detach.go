@@ -29,7 +29,7 @@ func Start(argv, env []string, logPath string, files ...*os.File) (*os.Process, 
 	if len(argv) == 0 {
 		return nil, nil, errors.New("start detached process: empty command")
 	}
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o750); err != nil {
 		return nil, nil, fmt.Errorf("start %s: create log folder: %w", argv[0], err)
 	}
 	logFile, err := os.Create(logPath)
@@ -38,7 +38,7 @@ func Start(argv, env []string, logPath string, files ...*os.File) (*os.Process, 
 	}
 	// The child gets its own copy of the descriptor.
 	defer logFile.Close()
-	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // the callers build argv from their own binaries
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = files
