@@ -38,7 +38,11 @@ Under the table, each service that is not Ready gets a line with why: the
 Ready condition's reason and message. When a workload's pods are not Ready,
 that names the workload, how many of its pods are not Ready and the first
 cause in the cluster's words (the scheduler's Unschedulable message, an
-image that cannot be pulled, a crash loop, a failing readiness probe).`,
+image that cannot be pulled, a crash loop, a failing readiness probe).
+
+When auth is on (the chart's default) and Kuadrant is not installed, the
+services' routes are withheld (reason CRDMissing); status then says how to
+install Kuadrant, or how to turn auth off (auth.enabled=false).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd.Context(), s, f) },
 	}
@@ -118,7 +122,39 @@ func writeStatusTable(out io.Writer, items []v1alpha2.LLMInferenceService, withN
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return writeWhyNotReady(out, items, withNamespace)
+	if err := writeWhyNotReady(out, items, withNamespace); err != nil {
+		return err
+	}
+	return writeKuadrantMissing(out, items)
+}
+
+// kuadrantMissingHint is what status prints under the table when a
+// service's route is withheld because Kuadrant's AuthPolicy CRD is missing
+// (auth is on, the chart's default): how to install Kuadrant, or how to
+// turn auth off, explicitly (docs/auth.md).
+const kuadrantMissingHint = `
+Auth is on and Kuadrant is not installed: no route is served, so that no model is open.
+  Install Kuadrant (Red Hat Connectivity Link on OpenShift) and a Kuadrant resource (docs/auth.md):
+    helm repo add kuadrant https://kuadrant.io/helm-charts/
+    helm install kuadrant-operator kuadrant/kuadrant-operator -n kuadrant-system --create-namespace
+    kubectl -n kuadrant-system create -f - (apiVersion: kuadrant.io/v1beta1, kind: Kuadrant, name: kuadrant)
+  then helm upgrade odh-serving (it renders the gateways' AuthPolicies): the routes come, with no restart.
+  Or opt out, explicitly, and let anyone who reaches a gateway call every model on it:
+    helm upgrade odh-serving <chart> --reuse-values --set auth.enabled=false
+`
+
+// writeKuadrantMissing prints kuadrantMissingHint once when a service's
+// route is withheld for want of Kuadrant's AuthPolicy CRD.
+func writeKuadrantMissing(out io.Writer, items []v1alpha2.LLMInferenceService) error {
+	for i := range items {
+		for _, c := range items[i].Status.Conditions {
+			if c.Type == "HTTPRoutesReady" && c.Status == "False" && c.Reason == "CRDMissing" && strings.Contains(c.Message, "authpolicies.kuadrant.io") {
+				_, err := io.WriteString(out, kuadrantMissingHint)
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeWhyNotReady prints "NAME: REASON: MESSAGE" (NAMESPACE/NAME with

@@ -145,6 +145,7 @@ func TestInstallControllerMode(t *testing.T) {
 		"Image: quay.io/opendatahub/odh-serving:" + v + "\n",
 		"Presets in odh-system: 14 shipped.",
 		"external odh-system/kserve-ingress-gateway (class istio)",
+		"Auth: on (the default).",
 		"odh-system/chat: http://<external gateway address>/odh-system/chat/v1/chat/completions",
 		"team-a/chat-pd: http://<external gateway address>/team-a/chat-pd/v1/chat/completions",
 	} {
