@@ -53,6 +53,20 @@ type Options struct {
 	// defaults to the system namespace.
 	MaaSGatewayName      string
 	MaaSGatewayNamespace string
+	// MaaSTokenAudience, MaaSAPIServerURL, MaaSTierReviewSecret and
+	// MaaSTierCacheTTL are what the AuthPolicy of a service's MaaS route
+	// checks a caller with (build.MaaS): the minted tokens' audience
+	// (default convention.MaaSTokenAudience), the cluster's API server as
+	// Kuadrant's Authorino reaches it (default
+	// convention.MaaSAPIServerURL), the Secret in Authorino's namespace
+	// holding its token for the tier lookup (default
+	// convention.MaaSTierReviewSecret), and how long, in seconds, Authorino
+	// keeps a user's tier (default convention.MaaSTierCacheTTL; negative:
+	// not cached).
+	MaaSTokenAudience    string
+	MaaSAPIServerURL     string
+	MaaSTierReviewSecret string
+	MaaSTierCacheTTL     int
 	// StorageInitializerImage downloads hf:// and s3:// models. Default:
 	// Images["storageInitializer"], else KServe's storage-initializer.
 	StorageInitializerImage string
@@ -234,7 +248,11 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		NetworkPolicy: !opts.WithoutNetworkPolicy, MonitoringNamespaces: opts.MonitoringNamespaces,
 	}
 	if opts.Tiers != nil && opts.MaaSGatewayName != "" && !p.Stopped && len(opts.Tiers.Grant(tier.ReadAnnotation(p.svc.Annotations)).Tiers) > 0 {
-		bopts.MaaSGateway = build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace}
+		bopts.MaaS = build.MaaS{
+			Gateway:       build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace},
+			TokenAudience: opts.MaaSTokenAudience, APIServerURL: opts.MaaSAPIServerURL,
+			TierReviewSecret: opts.MaaSTierReviewSecret, TierCacheTTL: max(opts.MaaSTierCacheTTL, 0),
+		}
 	}
 	children, err := build.Children(p.svc, p.Spec, bopts)
 	if err != nil {

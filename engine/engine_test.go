@@ -41,6 +41,8 @@ type caseOptions struct {
 	// Auth is --enable-auth, AuthAudiences --auth-audiences.
 	Auth          bool     `json:"auth"`
 	AuthAudiences []string `json:"authAudiences"`
+	// MaaSGateway is --maas-gateway-name (in the system namespace).
+	MaaSGateway string `json:"maasGateway"`
 	// The Prometheus that ScaledObjects under wva.keda query.
 	PrometheusURL             string `json:"prometheusUrl"`
 	PrometheusAuthModes       string `json:"prometheusAuthModes"`
@@ -82,6 +84,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.WithoutKEDA = opts.KEDA == "false"
 	eopts.Auth = opts.Auth
 	eopts.AuthAudiences = opts.AuthAudiences
+	eopts.MaaSGatewayName = opts.MaaSGateway
 	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
 		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
 	var out bytes.Buffer

@@ -38,6 +38,18 @@ func (o Options) Defaults() Options {
 	if o.MaaSGatewayName != "" && o.MaaSGatewayNamespace == "" {
 		o.MaaSGatewayNamespace = o.SystemNamespace
 	}
+	if o.MaaSTokenAudience == "" {
+		o.MaaSTokenAudience = convention.MaaSTokenAudience
+	}
+	if o.MaaSAPIServerURL == "" {
+		o.MaaSAPIServerURL = convention.MaaSAPIServerURL
+	}
+	if o.MaaSTierReviewSecret == "" {
+		o.MaaSTierReviewSecret = convention.MaaSTierReviewSecret
+	}
+	if o.MaaSTierCacheTTL == 0 {
+		o.MaaSTierCacheTTL = convention.MaaSTierCacheTTL
+	}
 	if o.CertMode == "" {
 		o.CertMode = convention.CertSelfSigned
 	}
@@ -61,6 +73,9 @@ func (o Options) Validate() error {
 	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
 		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
+	}
+	if err := checkMaaSAPIServerURL(o.MaaSAPIServerURL); err != nil {
+		errs = append(errs, fmt.Errorf("field MaaSAPIServerURL: %w", err))
 	}
 	if err := checkPrometheus(o.Prometheus); err != nil {
 		errs = append(errs, fmt.Errorf("field Prometheus: %w", err))
@@ -115,6 +130,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the Models-as-a-Service Gateway (ODH's maas-default-gateway): with MaaS tiers, the managed route of a service "+
 			"whose tiers annotation grants a tier attaches to it too; empty: none")
 	fs.StringVar(&o.MaaSGatewayNamespace, "maas-gateway-namespace", "", "its namespace; default: the system namespace")
+	fs.StringVar(&o.MaaSTokenAudience, "maas-token-audience", convention.MaaSTokenAudience,
+		"the audience of the minted MaaS tokens, which the AuthPolicy of a service's MaaS route asks the TokenReview for "+
+			"(the API server's --token-audience)")
+	fs.StringVar(&o.MaaSAPIServerURL, "maas-api-server-url", convention.MaaSAPIServerURL,
+		"the cluster's API server as Kuadrant's Authorino reaches it: the MaaS routes' AuthPolicies POST tierreviews to it")
+	fs.StringVar(&o.MaaSTierReviewSecret, "maas-tier-review-secret", convention.MaaSTierReviewSecret,
+		"the Secret in Authorino's namespace whose key token is Authorino's bearer token for the tier lookup")
+	fs.IntVar(&o.MaaSTierCacheTTL, "maas-tier-cache-ttl", convention.MaaSTierCacheTTL,
+		"how long, in seconds, Authorino keeps a user's tier (negative: not cached)")
 	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): each service's route "+
 		"gets an AuthPolicy that lets through only callers who may get the service, and drops their Authorization header "+
 		"before the model server; a service annotated "+convention.AnnotationEnableAuth+`="false" gets an anonymous one`)
@@ -195,6 +219,19 @@ func parseTriggerAuthKind(s string) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%q: want TriggerAuthentication or ClusterTriggerAuthentication", s)
+}
+
+// checkMaaSAPIServerURL checks the API server's address: an https URL
+// with no path (the tierreviews path is added to it).
+func checkMaaSAPIServerURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return fmt.Errorf("%q: want an https:// address with no path, e.g. %s", s, convention.MaaSAPIServerURL)
+	}
+	return nil
 }
 
 // checkPrometheus checks the Prometheus settings: an http(s) address, and

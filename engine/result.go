@@ -96,6 +96,11 @@ const (
 	// on: the protected service's, or the anonymous one of a service
 	// opened with convention.AnnotationEnableAuth "false".
 	RoleAuth Role = "auth"
+	// RoleMaaSRoute is the route of a service published to
+	// Models-as-a-Service, on the MaaS gateway only; RoleMaaSAuth its
+	// AuthPolicy, which the MaaS route is never served without.
+	RoleMaaSRoute Role = "maas-route"
+	RoleMaaSAuth  Role = "maas-auth"
 	// RoleAutoscaler is the main workload's actuator (an HPA or a KEDA
 	// ScaledObject); RolePrefillAutoscaler the prefill workload's.
 	RoleAutoscaler        Role = "autoscaler"
@@ -202,12 +207,18 @@ func roleOf(n build.Names, o build.Object) Role {
 		}
 		return RolePool
 	case "HTTPRoute":
+		if name == n.MaaSRoute {
+			return RoleMaaSRoute
+		}
 		return RoleRoute
 	case "Certificate":
 		return RoleCertificate
 	case "DestinationRule", "BackendTLSPolicy":
 		return RoleGatewayTLS
 	case "AuthPolicy":
+		if name == n.MaaSRouteAuth {
+			return RoleMaaSAuth
+		}
 		return RoleAuth
 	case "NetworkPolicy":
 		return RoleNetworkPolicy

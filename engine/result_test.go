@@ -43,6 +43,7 @@ func defaultNames(svc string) build.Names {
 		WorkloadService: svc + "-kserve-workload-svc",
 		Scheduler:       svc + "-kserve-router-scheduler", SchedulerService: svc + "-epp-service",
 		Pool: svc + "-inference-pool", Route: svc + "-kserve-route", TLSSecret: svc + "-kserve-self-signed-certs",
+		MaaSRoute: svc + "-kserve-maas-route", MaaSRouteAuth: svc + "-kserve-maas-route-authn",
 		HPA: svc + "-kserve-hpa", PrefillHPA: svc + "-kserve-prefill-hpa",
 		ScaledObject: svc + "-kserve-keda", PrefillScaledObject: svc + "-kserve-prefill-keda",
 	}

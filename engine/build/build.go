@@ -36,10 +36,12 @@ type Options struct {
 	// InternalGateway, when named, is a gateway for in-cluster callers: a
 	// managed route attached to IngressGateway attaches to it too.
 	InternalGateway GatewayRef
-	// MaaSGateway, when named, is the Models-as-a-Service gateway: the
-	// managed route attaches to it too. The engine names it only for a
-	// service whose tiers annotation grants a tier.
-	MaaSGateway GatewayRef
+	// MaaS, when its Gateway is named, publishes the service on the
+	// Models-as-a-Service gateway: a route of its own there, with the
+	// managed route's rules, and the AuthPolicy that checks MaaS callers
+	// against this service (maasRoute). The engine names the gateway only
+	// for a service whose tiers annotation grants a tier.
+	MaaS MaaS
 	// GatewayTLS is what tells the gateway to originate TLS to the
 	// backends: Istio DestinationRules, Gateway API BackendTLSPolicies, or
 	// nothing (empty or none).
@@ -79,6 +81,27 @@ type Options struct {
 	// MonitoringNamespaces may reach the model servers' ports too, for
 	// Prometheus's scrapes.
 	MonitoringNamespaces []string
+}
+
+// MaaS is the Models-as-a-Service gateway and what its AuthPolicies need
+// to check a caller: the MaaS token's audience, and the tier lookup
+// (tierreviews through the cluster's API server, with the gateway policy
+// engine's own token).
+type MaaS struct {
+	// Gateway is the MaaS gateway; empty: the service is not published.
+	Gateway GatewayRef
+	// TokenAudience is the audience of the minted MaaS tokens, which the
+	// TokenReview asks for.
+	TokenAudience string
+	// APIServerURL is the cluster's API server as the policy engine
+	// (Authorino) reaches it, for the tierreviews call.
+	APIServerURL string
+	// TierReviewSecret is the Secret, in the policy engine's namespace,
+	// whose key "token" is the policy engine's bearer token for that call.
+	TierReviewSecret string
+	// TierCacheTTL is how long, in seconds, the policy engine keeps a
+	// user's tier; 0: not cached.
+	TierCacheTTL int
 }
 
 // GatewayRef names a Gateway.
@@ -189,6 +212,9 @@ type Names struct {
 	Pool string
 	// Route is the managed HTTPRoute.
 	Route string
+	// MaaSRoute is the route of a service published to Models-as-a-Service
+	// on the MaaS gateway, and MaaSRouteAuth its AuthPolicy.
+	MaaSRoute, MaaSRouteAuth string
 	// TLSSecret is the self-signed serving certificate's secret that the
 	// presets mount and the controller writes.
 	TLSSecret string
@@ -210,7 +236,7 @@ func ChildNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceSe
 		Deployment: n.deployment, PrefillDeployment: n.prefillDeployment,
 		LeaderWorkerSet: n.lws, PrefillLeaderWorkerSet: n.prefillLWS,
 		WorkloadService: n.workloadService, Scheduler: n.epp, SchedulerService: n.eppService,
-		Pool: n.pool, Route: n.route, TLSSecret: n.tlsSecret,
+		Pool: n.pool, Route: n.route, TLSSecret: n.tlsSecret, MaaSRoute: n.maasRoute, MaaSRouteAuth: n.maasRouteAuth,
 		HPA: n.hpa, PrefillHPA: n.prefillHPA, ScaledObject: n.scaledObject, PrefillScaledObject: n.prefillScaledObject,
 	}, nil
 }
@@ -227,7 +253,7 @@ type names struct {
 	eppTLS, shadowTLS                                           string
 	engineMonitor, eppMonitor, metricsReader, metricsReaderAuth string
 	hpa, prefillHPA, scaledObject, prefillScaledObject          string
-	routeAuth                                                   string
+	routeAuth, maasRoute, maasRouteAuth                         string
 }
 
 func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServiceSpec) (names, error) {
@@ -251,6 +277,8 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.pool, "-inference-pool")
 	child(&n.route, "-kserve-route")
 	child(&n.routeAuth, convention.RouteAuthPolicySuffix)
+	child(&n.maasRoute, MaaSRouteSuffix)
+	child(&n.maasRouteAuth, MaaSRouteSuffix+RouteRefAuthPolicySuffix)
 	child(&n.tlsSecret, "-kserve-self-signed-certs")
 	safe(&n.deployment, "-kserve")
 	safe(&n.prefillDeployment, "-kserve-prefill")

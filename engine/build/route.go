@@ -45,7 +45,6 @@ func (b *builder) route() error {
 		return fmt.Errorf("spec.router.route.http.spec.parentRefs: the route attaches to no gateway; set gateway.refs or use the route preset")
 	}
 	spec.ParentRefs = b.withInternalGateway(spec.ParentRefs)
-	spec.ParentRefs = b.withGateway(spec.ParentRefs, b.opts.MaaSGateway)
 	spec.Rules = b.modelRouting(spec.Rules)
 	if err := b.checkRoute(spec.Rules); err != nil {
 		return err
@@ -65,6 +64,7 @@ func (b *builder) route() error {
 		ObjectMeta: meta,
 		Spec:       *spec,
 	})
+	b.maasRoute(spec, meta.Annotations)
 	return nil
 }
 

@@ -89,6 +89,22 @@ const (
 	DefaultAuthAudience = "https://kubernetes.default.svc"
 )
 
+// Models-as-a-Service at the gateway: the defaults of what the AuthPolicy
+// of a service's MaaS route checks callers with (docs/maas.md).
+const (
+	// MaaSTokenAudience is the minted MaaS tokens' audience, ODH's
+	// <gateway>-sa.
+	MaaSTokenAudience = "maas-default-gateway-sa"
+	// MaaSAPIServerURL is the cluster's API server as Authorino reaches it.
+	MaaSAPIServerURL = "https://kubernetes.default.svc"
+	// MaaSTierReviewSecret is the Secret in Authorino's namespace holding
+	// its token for the tier lookup (the chart makes it).
+	MaaSTierReviewSecret = "odh-serving-maas-tier-reviewer"
+	// MaaSTierCacheTTL is how long, in seconds, Authorino keeps a user's
+	// tier.
+	MaaSTierCacheTTL = 300
+)
+
 // Gateways, in the system namespace unless told otherwise.
 const (
 	// IngressGatewayName is the Gateway managed routes attach to by default.
