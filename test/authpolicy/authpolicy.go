@@ -44,20 +44,29 @@ type Decision struct {
 	// Message is the policy's own denial message
 	// (response.unauthenticated or response.unauthorized), if it has one.
 	Message string
+	// Metadata is auth.metadata: what each metadata rule fetched, by
+	// name; a call that failed is absent, as in Authorino.
+	Metadata map[string]any
+	// Filters are what the success response's filters export to the
+	// policies after this one (the rate limits): auth.<filter>.<property>,
+	// e.g. Filters["identity"]["tier"]. Only on a request let through.
+	Filters map[string]map[string]any
 }
 
 // Rules are the parts of an AuthPolicy's rules this package applies.
 type Rules struct {
 	Authentication map[string]Authentication `json:"authentication"`
+	Metadata       map[string]Metadata       `json:"metadata,omitempty"`
 	Authorization  map[string]Authorization  `json:"authorization"`
 	Response       *Response                 `json:"response,omitempty"`
 }
 
-// Response holds the denial messages of a policy; success responses
-// (what a policy exports to the rate limits) are not applied.
+// Response holds the denial messages of a policy, and the success
+// filters: what it exports to the policies after it (SuccessFilter).
 type Response struct {
 	Unauthenticated *DenyWith `json:"unauthenticated,omitempty"`
 	Unauthorized    *DenyWith `json:"unauthorized,omitempty"`
+	Success         *Success  `json:"success,omitempty"`
 }
 
 // DenyWith is how a denial is answered: a literal message.
@@ -97,6 +106,8 @@ type Credentials struct {
 // Authorization is one authorization rule.
 type Authorization struct {
 	KubernetesSubjectAccessReview *SubjectAccessReview `json:"kubernetesSubjectAccessReview,omitempty"`
+	// PatternMatching is applied with CEL predicates only (Pattern).
+	PatternMatching *PatternMatching `json:"patternMatching,omitempty"`
 	// OPA is applied only as the deny-all rule of a default-deny policy:
 	// Rego that is exactly DenyAllRego.
 	OPA *OPA `json:"opa,omitempty"`
@@ -153,7 +164,7 @@ func Parse(policy *unstructured.Unstructured) (*Rules, error) {
 		return nil, fmt.Errorf("%s: no rules", what)
 	}
 	for key := range raw {
-		if key != "authentication" && key != "authorization" && key != "response" {
+		if key != "authentication" && key != "metadata" && key != "authorization" && key != "response" {
 			return nil, fmt.Errorf("%s: rules.%s: not applied by this test tool", what, key)
 		}
 	}
@@ -179,10 +190,31 @@ func Parse(policy *unstructured.Unstructured) (*Rules, error) {
 		if a.Priority != 0 {
 			return nil, fmt.Errorf("%s: authorization %s: priority %d: not applied by this test tool", what, name, a.Priority)
 		}
-		sar := a.KubernetesSubjectAccessReview != nil && a.KubernetesSubjectAccessReview.ResourceAttributes != nil && a.OPA == nil
-		denyAll := a.OPA != nil && strings.TrimSpace(a.OPA.Rego) == DenyAllRego && a.KubernetesSubjectAccessReview == nil
-		if !sar && !denyAll {
-			return nil, fmt.Errorf("%s: authorization %s: only kubernetesSubjectAccessReview with resourceAttributes, or opa with rego %q, is applied", what, name, DenyAllRego)
+		kinds := 0
+		for _, set := range []bool{a.KubernetesSubjectAccessReview != nil, a.OPA != nil, a.PatternMatching != nil} {
+			if set {
+				kinds++
+			}
+		}
+		sar := a.KubernetesSubjectAccessReview != nil && a.KubernetesSubjectAccessReview.ResourceAttributes != nil
+		denyAll := a.OPA != nil && strings.TrimSpace(a.OPA.Rego) == DenyAllRego
+		if kinds != 1 || (!sar && !denyAll && a.PatternMatching == nil) {
+			return nil, fmt.Errorf("%s: authorization %s: only kubernetesSubjectAccessReview with resourceAttributes, patternMatching, or opa with rego %q, is applied", what, name, DenyAllRego)
+		}
+		if a.PatternMatching != nil {
+			if err := a.PatternMatching.check(); err != nil {
+				return nil, fmt.Errorf("%s: authorization %s: %w", what, name, err)
+			}
+		}
+	}
+	for name, m := range r.Metadata {
+		if err := m.check(); err != nil {
+			return nil, fmt.Errorf("%s: metadata %s: %w", what, name, err)
+		}
+	}
+	if resp := r.Response; resp != nil && resp.Success != nil {
+		if err := resp.Success.check(); err != nil {
+			return nil, fmt.Errorf("%s: response.success: %w", what, err)
 		}
 	}
 	if resp := r.Response; resp != nil {
@@ -202,6 +234,13 @@ func Parse(policy *unstructured.Unstructured) (*Rules, error) {
 // will do, as Authorino's ServiceAccount does).
 type Authorizer struct {
 	Client client.Client
+	// SecretNamespace is Authorino's namespace, where a metadata call's
+	// sharedSecretRef is read (Authorino reads it from its own).
+	SecretNamespace string
+	// HTTP makes the metadata calls; it must trust the server's
+	// certificate, as Authorino must. Nil: a policy with a metadata call
+	// is an error.
+	HTTP *http.Client
 }
 
 // Check decides on req.
@@ -214,11 +253,27 @@ func (a Authorizer) Check(ctx context.Context, rules *Rules, req Request) (Decis
 		return Decision{Code: http.StatusUnauthorized, Reason: "no authentication rule accepted the request", Message: rules.message(false)}, nil
 	}
 	d := Decision{Code: http.StatusOK, Identity: identity}
-	vars := map[string]any{"request": requestVar(req), "auth": map[string]any{"identity": identity}}
+	metadata, err := a.fetchMetadata(ctx, rules, requestVar(req), identity)
+	if err != nil {
+		return Decision{}, err
+	}
+	d.Metadata = metadata
+	vars := map[string]any{"request": requestVar(req), "auth": map[string]any{"identity": identity, "metadata": metadata}}
 	for _, name := range sortedKeys(rules.Authorization) {
 		if rules.Authorization[name].OPA != nil {
 			d.Code, d.Reason, d.Message = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, DenyAllRego), rules.message(true)
 			return d, nil
+		}
+		if pm := rules.Authorization[name].PatternMatching; pm != nil {
+			ok, why, err := pm.match(vars)
+			if err != nil {
+				return Decision{}, fmt.Errorf("authorization %s: %w", name, err)
+			}
+			if !ok {
+				d.Code, d.Reason, d.Message = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, why), rules.message(true)
+				return d, nil
+			}
+			continue
 		}
 		spec, err := reviewSpec(rules.Authorization[name].KubernetesSubjectAccessReview, vars)
 		if err != nil {
@@ -232,6 +287,11 @@ func (a Authorizer) Check(ctx context.Context, rules *Rules, req Request) (Decis
 		if !sar.Status.Allowed {
 			d.Code, d.Reason, d.Message = http.StatusForbidden, fmt.Sprintf("authorization %s denied: %s", name, sar.Status.Reason), rules.message(true)
 			return d, nil
+		}
+	}
+	if rules.Response != nil && rules.Response.Success != nil {
+		if d.Filters, err = rules.Response.Success.export(vars); err != nil {
+			return Decision{}, err
 		}
 	}
 	return d, nil
