@@ -61,8 +61,8 @@ type Options struct {
 	// convention.MaaSAPIServerURL), the Secret in Authorino's namespace
 	// holding its token for the tier lookup (default
 	// convention.MaaSTierReviewSecret), and how long, in seconds, Authorino
-	// keeps a user's tier (default convention.MaaSTierCacheTTL; negative:
-	// not cached).
+	// keeps a user's tier (0: not cached; the flag's default is
+	// convention.MaaSTierCacheTTL).
 	MaaSTokenAudience    string
 	MaaSAPIServerURL     string
 	MaaSTierReviewSecret string
@@ -251,7 +251,7 @@ func (p *Plan) Build(phase convention.Phase) (*Result, error) {
 		bopts.MaaS = build.MaaS{
 			Gateway:       build.GatewayRef{Name: opts.MaaSGatewayName, Namespace: opts.MaaSGatewayNamespace},
 			TokenAudience: opts.MaaSTokenAudience, APIServerURL: opts.MaaSAPIServerURL,
-			TierReviewSecret: opts.MaaSTierReviewSecret, TierCacheTTL: max(opts.MaaSTierCacheTTL, 0),
+			TierReviewSecret: opts.MaaSTierReviewSecret, TierCacheTTL: opts.MaaSTierCacheTTL,
 		}
 	}
 	children, err := build.Children(p.svc, p.Spec, bopts)

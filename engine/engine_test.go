@@ -43,6 +43,8 @@ type caseOptions struct {
 	AuthAudiences []string `json:"authAudiences"`
 	// MaaSGateway is --maas-gateway-name (in the system namespace).
 	MaaSGateway string `json:"maasGateway"`
+	// MaaSTierCacheTTL is --maas-tier-cache-ttl.
+	MaaSTierCacheTTL int `json:"maasTierCacheTTL"`
 	// The Prometheus that ScaledObjects under wva.keda query.
 	PrometheusURL             string `json:"prometheusUrl"`
 	PrometheusAuthModes       string `json:"prometheusAuthModes"`
@@ -85,6 +87,7 @@ func renderCase(tb testing.TB, dir string) []byte {
 	eopts.Auth = opts.Auth
 	eopts.AuthAudiences = opts.AuthAudiences
 	eopts.MaaSGatewayName = opts.MaaSGateway
+	eopts.MaaSTierCacheTTL = opts.MaaSTierCacheTTL
 	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
 		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
 	var out bytes.Buffer

@@ -47,9 +47,6 @@ func (o Options) Defaults() Options {
 	if o.MaaSTierReviewSecret == "" {
 		o.MaaSTierReviewSecret = convention.MaaSTierReviewSecret
 	}
-	if o.MaaSTierCacheTTL == 0 {
-		o.MaaSTierCacheTTL = convention.MaaSTierCacheTTL
-	}
 	if o.CertMode == "" {
 		o.CertMode = convention.CertSelfSigned
 	}
@@ -73,6 +70,9 @@ func (o Options) Validate() error {
 	}
 	if err := CheckImageRegistry(o.ImageRegistry); err != nil {
 		errs = append(errs, fmt.Errorf("field ImageRegistry: %w", err))
+	}
+	if o.MaaSTierCacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("field MaaSTierCacheTTL %d: must not be negative (0: not cached)", o.MaaSTierCacheTTL))
 	}
 	if err := checkMaaSAPIServerURL(o.MaaSAPIServerURL); err != nil {
 		errs = append(errs, fmt.Errorf("field MaaSAPIServerURL: %w", err))
@@ -138,7 +138,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MaaSTierReviewSecret, "maas-tier-review-secret", convention.MaaSTierReviewSecret,
 		"the Secret in Authorino's namespace whose key token is Authorino's bearer token for the tier lookup")
 	fs.IntVar(&o.MaaSTierCacheTTL, "maas-tier-cache-ttl", convention.MaaSTierCacheTTL,
-		"how long, in seconds, Authorino keeps a user's tier (negative: not cached)")
+		"how long, in seconds, Authorino keeps a user's tier (0: not cached)")
 	fs.BoolVar(&o.Auth, "enable-auth", false, "the gateways check every request with Kuadrant (docs/auth.md): each service's route "+
 		"gets an AuthPolicy that lets through only callers who may get the service, and drops their Authorization header "+
 		"before the model server; a service annotated "+convention.AnnotationEnableAuth+`="false" gets an anonymous one`)

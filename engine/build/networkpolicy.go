@@ -115,7 +115,7 @@ func (b *builder) gatewayNamespaces() []string {
 			out = append(out, ns)
 		}
 	}
-	for _, g := range []GatewayRef{b.opts.IngressGateway, b.opts.InternalGateway, b.opts.MaaSGateway} {
+	for _, g := range []GatewayRef{b.opts.IngressGateway, b.opts.InternalGateway, b.opts.MaaS.Gateway} {
 		if g.Name != "" {
 			add(g.Namespace)
 		}

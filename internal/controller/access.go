@@ -19,7 +19,8 @@ import (
 // ConditionTiersBound says whether the Models-as-a-Service tiers a
 // published service names may call it: True when its model-user Role and
 // tier RoleBindings are applied, False when the tiers annotation or the
-// tier list is bad. Bad input fails closed, as in the MaaS API server's
+// tier list is bad, or (CRDMissing) when its MaaS route is withheld for
+// want of Kuadrant's AuthPolicy CRD. Bad input fails closed, as in the MaaS API server's
 // models (tier.Config.Grant): what it does not grant is unbound. It is not
 // part of Ready: the model serves either way. A service that is not
 // published (or a controller without MaaS) has none.
@@ -135,6 +136,8 @@ func (r *Reconciler) access(p *pass) {
 		if after := p.conds.get(ConditionTiersBound); before.Status != after.Status || before.Message != after.Message {
 			r.recorder.Event(p.svc, corev1.EventTypeWarning, p.accessReason, after.Message)
 		}
+	case p.maasWithheld != "":
+		p.conds.set(ConditionTiersBound, metav1.ConditionFalse, ReasonCRDMissing, p.res.Access.String()+"; "+p.maasWithheld)
 	default:
 		p.conds.set(ConditionTiersBound, metav1.ConditionTrue, ReasonTiersBound, p.res.Access.String())
 	}

@@ -43,7 +43,11 @@ import (
 // routes are its own has only its AuthPolicies held back while the CRD is
 // missing.
 func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
-	if !r.opts.Auth || r.opts.StaticMode {
+	if r.opts.StaticMode {
+		return nil
+	}
+	r.withholdMaaSRoute(p)
+	if !r.opts.Auth {
 		return nil
 	}
 	route := p.res.Named(engine.RoleRoute)
@@ -101,6 +105,24 @@ func (r *Reconciler) withholdRoute(ctx context.Context, p *pass) error {
 		p.res = &res
 	}
 	return nil
+}
+
+// withholdMaaSRoute fails closed on the MaaS gateway, with or without
+// --enable-auth: a service's MaaS route is never served without its own
+// AuthPolicy (the MaaS checks), so while Kuadrant's AuthPolicy CRD is not
+// usable neither is applied, and prune deletes them. p.maasWithheld says
+// so in TiersBound (access). The managed route is not concerned: the MaaS
+// route is the only way in on the MaaS gateway, and the listener's policy
+// denies by default.
+func (r *Reconciler) withholdMaaSRoute(p *pass) {
+	route := p.res.Named(engine.RoleMaaSRoute)
+	if route == "" || r.kinds.hasCRD(crdAuthPolicy) {
+		return
+	}
+	p.maasWithheld = fmt.Sprintf("Kuadrant's AuthPolicy CRD %s (%s/v1) is not established, so HTTPRoute %s is not served on the "+
+		"MaaS gateway: no MaaS request may reach the model unchecked. Install Kuadrant (Red Hat Connectivity Link on OpenShift); "+
+		"the route comes when the CRD does", crdAuthPolicy, convention.KuadrantGroup, route)
+	p.res = p.res.Without(engine.RoleMaaSRoute, engine.RoleMaaSAuth)
 }
 
 // fence is the route without its backends: the same parents, matches and

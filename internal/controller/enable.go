@@ -61,9 +61,10 @@ func (e *enabler) wanted() []string {
 		if (crd == crdGatewayClass || crd == crdDestinationRule || crd == crdBackendTLSPolicy) && e.r.opts.StaticMode {
 			continue
 		}
-		// AuthPolicies matter only with auth on, and in static mode Helm
-		// renders them.
-		if crd == crdAuthPolicy && (!e.r.opts.Auth || e.r.opts.StaticMode) {
+		// AuthPolicies matter only with auth on or MaaS (a MaaS route is
+		// never served without its own), and in static mode Helm renders
+		// them.
+		if crd == crdAuthPolicy && ((!e.r.opts.Auth && !e.r.opts.MaaS) || e.r.opts.StaticMode) {
 			continue
 		}
 		out = append(out, crd)

@@ -100,21 +100,32 @@ func (r *Reconciler) routeParents(ctx context.Context, p *pass) ([]types.Namespa
 	}
 	var out []types.NamespacedName
 	for _, rt := range routes {
-		for _, ref := range rt.Spec.ParentRefs {
-			if (ref.Kind != nil && *ref.Kind != "Gateway") || (ref.Group != nil && *ref.Group != gatewayv1.GroupName) {
-				continue
-			}
-			ns := rt.Namespace
-			if ref.Namespace != nil {
-				ns = string(*ref.Namespace)
-			}
-			key := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
+		for _, key := range gatewayParents(rt) {
 			if !slices.Contains(out, key) {
 				out = append(out, key)
 			}
 		}
 	}
 	return out, nil
+}
+
+// gatewayParents are the Gateways a route names as parents.
+func gatewayParents(rt *gatewayv1.HTTPRoute) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, ref := range rt.Spec.ParentRefs {
+		if (ref.Kind != nil && *ref.Kind != "Gateway") || (ref.Group != nil && *ref.Group != gatewayv1.GroupName) {
+			continue
+		}
+		ns := rt.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+		}
+		key := types.NamespacedName{Namespace: ns, Name: string(ref.Name)}
+		if !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // shadowService finds the Service Istio made for the service's managed

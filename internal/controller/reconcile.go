@@ -97,6 +97,9 @@ type pass struct {
 	// routeWithheld says why the managed route is not applied
 	// (withholdRoute), with routeWithheldReason; empty when it is.
 	routeWithheld, routeWithheldReason string
+	// maasWithheld says why the MaaS route is not applied
+	// (withholdMaaSRoute); empty when it is, or there is none.
+	maasWithheld string
 }
 
 // Reconcile brings one service's children and status in line with its

@@ -78,7 +78,10 @@ func (r *Reconciler) router(ctx context.Context, p *pass) error {
 			if v = routeVerdict(rt, p.decision.Phase); !v.ok {
 				break
 			}
-			if r.needsAuthPolicy(p) {
+			// The MaaS route needs its policy enforced whatever the
+			// enable-auth annotation says: the opt-out is the managed
+			// route's only.
+			if r.needsAuthPolicy(p) || rt.Name == p.res.Named(engine.RoleMaaSRoute) {
 				if v = authVerdict(rt); !v.ok {
 					break
 				}
@@ -153,14 +156,17 @@ func (r *Reconciler) poolVerdict(ctx context.Context, p *pass) (verdict, string,
 }
 
 // routes returns the live routes the service is served through: the
-// managed one, or those named in route.http.refs; and a message for each
-// reference that does not resolve.
+// managed one and its MaaS route, or those named in route.http.refs; and a
+// message for each reference that does not resolve.
 func (r *Reconciler) routes(ctx context.Context, p *pass) ([]*gatewayv1.HTTPRoute, []string, error) {
 	ns := p.svc.Namespace
 	var names []string
 	var refs bool
 	if route := p.res.Named(engine.RoleRoute); route != "" {
 		names = []string{route}
+		if maas := p.res.Named(engine.RoleMaaSRoute); maas != "" {
+			names = append(names, maas)
+		}
 	} else {
 		names, refs = routeRefs(p.plan.Shape), true
 	}

@@ -3,6 +3,7 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -298,30 +299,99 @@ func uninstallCRD(t *testing.T, name string) {
 	})
 }
 
-// TestAuthPolicyOnTheMaaSGateway: with auth on and namespaces watched, a
-// service published to MaaS attaches to the MaaS gateway too, in a
-// namespace of its own; its route is served only once an AuthPolicy
-// targets that gateway as well as the ingress gateway, which the
-// controller reads there.
-func TestAuthPolicyOnTheMaaSGateway(t *testing.T) {
+// TestMaaSRoute: a service published to MaaS gets a route of its own on
+// the MaaS gateway (<service>-kserve-maas-route) and the AuthPolicy that
+// checks MaaS callers against it (<service>-kserve-maas-route-authn),
+// owned by it; its managed route stays off the MaaS gateway. Without
+// Kuadrant's AuthPolicy CRD neither is served, and TiersBound says so.
+// The enable-auth opt-out opens the managed route only: the MaaS policy
+// stays, and the MaaS route is ready only once Kuadrant enforces a policy
+// on it. Unpublished (only unknown tiers), both go; published to every
+// tier, they come back.
+//
+// With the CRD dance, like TestAuthFailsClosedWithoutKuadrant: the
+// shared control plane installs and deletes it in turn.
+func TestMaaSRoute(t *testing.T) {
 	crd := authPolicyCRD(t)
-	installCRD(t, crd)
-	t.Cleanup(func() { uninstallCRD(t, crd.Name) })
 	maasNS := testenv.NewNamespace(t, cp.Client, "maasgw")
+	const maasGateway = "maas-default-gateway"
 	e, _ := startMaaS(t, withAuth, func(o *controller.Options) {
-		o.MaaSGatewayName, o.MaaSGatewayNamespace = "maas-default-gateway", maasNS
+		o.MaaSGatewayName, o.MaaSGatewayNamespace = maasGateway, maasNS
 	})
-	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
+	e.gateway(maasNS, maasGateway, "maas.example.com")
 	svc := e.decode(simService("sim", managedRouter))
 	svc.Annotations = map[string]string{"alpha.maas.opendatahub.io/tiers": `["premium"]`}
 	e.must(e.c.Create(t.Context(), svc))
-	got := e.waitCondition("sim", httpRoutesReady, metav1.ConditionFalse, controller.ReasonAuthPolicyMissing)
-	msg := cond(got, httpRoutesReady).Message
-	if want := maasNS + "/maas-default-gateway"; !strings.Contains(msg, want) || strings.Contains(msg, "cannot be read") {
-		t.Errorf("HTTPRoutesReady message %q: want it to name %s, whose AuthPolicies the controller reads", msg, want)
+	got := e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionFalse, "CRDMissing")
+	if msg := cond(got, controller.ConditionTiersBound).Message; !strings.Contains(msg, "sim-kserve-maas-route") || !strings.Contains(msg, convention.AuthPolicyCRD) {
+		t.Errorf("TiersBound message %q: want it to name the MaaS route and the CRD", msg)
 	}
-	e.createGatewayPolicy(maasNS, "maas-default-gateway")
-	e.waitExists(route, "sim-kserve-route")
+	if e.exists(route(), "sim-kserve-maas-route") {
+		t.Error("the MaaS route is served without Kuadrant's AuthPolicy CRD")
+	}
+
+	installCRD(t, crd)
+	t.Cleanup(func() { uninstallCRD(t, crd.Name) })
+	e.createGatewayPolicy(e.sys, "kserve-ingress-gateway")
+	e.waitExists(route, "sim-kserve-route", "sim-kserve-maas-route")
+	e.waitExists(authPolicy, "sim-kserve-maas-route-authn")
+	e.waitParents(e.sys + "/kserve-ingress-gateway")
+	e.waitCondition("sim", controller.ConditionTiersBound, metav1.ConditionTrue, controller.ReasonTiersBound)
+	maas := &gatewayv1.HTTPRoute{}
+	e.must(e.c.Get(t.Context(), clientKey(e.ns, "sim-kserve-maas-route"), maas))
+	if len(maas.Spec.ParentRefs) != 1 || string(maas.Spec.ParentRefs[0].Name) != maasGateway || string(*maas.Spec.ParentRefs[0].Namespace) != maasNS {
+		t.Errorf("MaaS route parents %+v, want %s/%s only", maas.Spec.ParentRefs, maasNS, maasGateway)
+	}
+	policy := authPolicy()
+	e.must(e.c.Get(t.Context(), clientKey(e.ns, "sim-kserve-maas-route-authn"), policy))
+	if ref := metav1.GetControllerOf(policy); ref == nil || ref.UID != e.service("sim").UID {
+		t.Errorf("the MaaS policy is not controlled by its service: %v", policy.GetOwnerReferences())
+	}
+	maasRules := func() map[string]any {
+		p := authPolicy()
+		e.must(e.c.Get(t.Context(), clientKey(e.ns, "sim-kserve-maas-route-authn"), p))
+		rules, _, _ := unstructured.NestedMap(p.(*unstructured.Unstructured).Object, "spec", "rules")
+		return rules
+	}
+	before := maasRules()
+
+	// The opt-out: the managed route gets its anonymous policy; the MaaS
+	// route keeps its checks, and is not ready until Kuadrant enforces them.
+	e.update("sim", func(s *v1alpha2.LLMInferenceService) { s.Annotations[convention.AnnotationEnableAuth] = "false" })
+	e.waitExists(authPolicy, "sim-kserve-route-authn")
+	anon := authPolicy()
+	e.must(e.c.Get(t.Context(), clientKey(e.ns, "sim-kserve-route-authn"), anon))
+	if target, _, _ := unstructured.NestedString(anon.(*unstructured.Unstructured).Object, "spec", "targetRef", "name"); target != "sim-kserve-route" {
+		t.Errorf("the anonymous policy targets %q, want the managed route", target)
+	}
+	if after := maasRules(); !reflect.DeepEqual(after, before) {
+		t.Errorf("the opt-out changed the MaaS policy's rules:\n%v\nwant\n%v", after, before)
+	}
+	testenv.Eventually(t, "the MaaS route waits for Kuadrant", func() error {
+		e.simulate()
+		c := cond(e.service("sim"), httpRoutesReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonAuthNotEnforced || !strings.Contains(c.Message, "sim-kserve-maas-route") {
+			return fmt.Errorf("HTTPRoutesReady %+v", c)
+		}
+		return nil
+	})
+	e.simulateKuadrant(metav1.ConditionTrue)
+	e.waitReady("sim")
+	if url := e.service("sim").Status.Addresses; !slices.ContainsFunc(url, func(a v1alpha2.Address) bool { return strings.Contains(a.URL, "maas.example.com") }) {
+		t.Errorf("addresses %v: want the MaaS gateway's URL among them", url)
+	}
+
+	// Unpublished (only an unknown tier): both go; every tier: back.
+	e.setTiers(`["gold"]`)
+	e.waitGone(route, "sim-kserve-maas-route")
+	e.waitGone(authPolicy, "sim-kserve-maas-route-authn")
+	e.setTiers(`[]`)
+	e.waitExists(route, "sim-kserve-maas-route")
+	e.waitExists(authPolicy, "sim-kserve-maas-route-authn")
+
+	// The CRD goes: the MaaS route goes with it.
+	uninstallCRD(t, crd.Name)
+	e.waitGone(route, "sim-kserve-maas-route")
 }
 
 // createGatewayPolicy makes an AuthPolicy on the Gateway namespace/name,

@@ -235,26 +235,3 @@ func (e *env) waitParents(want ...string) {
 		return nil
 	})
 }
-
-// TestMaaSGatewayParent: a service published to a tier that the tier list
-// knows attaches to the MaaS gateway too (a second parent of its managed
-// route), and is detached when it grants no tier (only unknown names) or
-// is no longer published; published to every tier, it is attached again.
-func TestMaaSGatewayParent(t *testing.T) {
-	const maasGateway = "maas-ingress/maas-default-gateway"
-	e, _ := startMaaS(t, func(o *controller.Options) {
-		o.MaaSGatewayName, o.MaaSGatewayNamespace = "maas-default-gateway", "maas-ingress"
-	})
-	ingress := e.sys + "/kserve-ingress-gateway"
-	svc := e.decode(simService("sim", managedRouter))
-	svc.Annotations = map[string]string{tier.AnnotationTiers: `["premium"]`}
-	e.must(e.c.Create(t.Context(), svc))
-	e.waitParents(ingress, maasGateway)
-
-	e.setTiers(`["gold"]`)
-	e.waitParents(ingress)
-	e.setTiers(`[]`)
-	e.waitParents(ingress, maasGateway)
-	e.setTiers("")
-	e.waitParents(ingress)
-}
