@@ -34,8 +34,10 @@ func TestControllerFlags(t *testing.T) {
 			SystemNamespace: "opendatahub", CertMode: convention.CertSelfSigned, OCIModelSource: convention.OCIModelcar,
 			CertIssuer:   build.CertIssuer{Kind: "ClusterIssuer", Name: "odh-serving-ca"},
 			PresetPrefix: &prefix, IngressGatewayName: "kserve-ingress-gateway",
-			Prometheus:    build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
-			AuthAudiences: []string{convention.DefaultAuthAudience},
+			Prometheus:        build.Prometheus{TriggerAuthKind: "TriggerAuthentication"},
+			AuthAudiences:     []string{convention.DefaultAuthAudience},
+			MaaSTokenAudience: "maas-default-gateway-sa", MaaSAPIServerURL: "https://kubernetes.default.svc",
+			MaaSTierReviewSecret: "odh-serving-maas-tier-reviewer", MaaSTierCacheTTL: 300,
 		},
 		MigrationGracePeriod: 24 * time.Hour, MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081",
 		WebhookPort: 9443, WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs", WebhookServiceName: "odh-serving-webhook",
@@ -57,7 +59,9 @@ func TestControllerFlags(t *testing.T) {
 		"--maas", "--tier-config-namespace=maas", "--tier-config-name=tiers", "--tier-namespace-prefix=acme-tier-",
 		"--prometheus-url=https://thanos:9091", "--prometheus-auth-modes=bearer", "--prometheus-trigger-auth-name=prom",
 		"--prometheus-trigger-auth-kind=ClusterTriggerAuthentication", "--prometheus-unsafe-ssl",
-		"--enable-auth", "--auth-audiences=https://a.example.com,https://b.example.com")
+		"--enable-auth", "--auth-audiences=https://a.example.com,https://b.example.com",
+		"--maas-token-audience=acme-sa", "--maas-api-server-url=https://api.acme:6443", "--maas-tier-review-secret=tr",
+		"--maas-tier-cache-ttl=0")
 	empty := ""
 	want = controller.Options{
 		Options: engine.Options{
@@ -69,6 +73,7 @@ func TestControllerFlags(t *testing.T) {
 			Prometheus: build.Prometheus{URL: "https://thanos:9091", AuthModes: "bearer", TriggerAuthName: "prom",
 				TriggerAuthKind: "ClusterTriggerAuthentication", UnsafeSSL: true},
 			Auth: true, AuthAudiences: []string{"https://a.example.com", "https://b.example.com"},
+			MaaSTokenAudience: "acme-sa", MaaSAPIServerURL: "https://api.acme:6443", MaaSTierReviewSecret: "tr",
 		},
 		WatchNamespaces: []string{"a", "b"}, MigrationGracePeriod: time.Hour, StaticMode: true,
 		LeaderElect: true, LeaderElectionNamespace: "le", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",

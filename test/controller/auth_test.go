@@ -375,8 +375,18 @@ func TestMaaSRoute(t *testing.T) {
 		}
 		return nil
 	})
-	e.simulateKuadrant(metav1.ConditionTrue)
-	e.waitReady("sim")
+	// Kuadrant reports each generation of the routes, as its policy
+	// controller does while it runs (the route changes generation as the
+	// service's migration phase settles).
+	testenv.Eventually(t, "sim is Ready once Kuadrant enforces the MaaS route's policy", func() error {
+		e.simulate()
+		e.simulateKuadrant(metav1.ConditionTrue)
+		svc := e.service("sim")
+		if c := cond(svc, v1alpha2.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || svc.Status.ObservedGeneration != svc.Generation {
+			return fmt.Errorf("Ready: %+v", c)
+		}
+		return nil
+	})
 	if url := e.service("sim").Status.Addresses; !slices.ContainsFunc(url, func(a v1alpha2.Address) bool { return strings.Contains(a.URL, "maas.example.com") }) {
 		t.Errorf("addresses %v: want the MaaS gateway's URL among them", url)
 	}
