@@ -130,7 +130,7 @@ func EffectivePolicy(policies []unstructured.Unstructured, at AuthTarget) (*unst
 		if !ok {
 			continue
 		}
-		what := fmt.Sprintf("AuthPolicy %s/%s", p.GetNamespace(), p.GetName())
+		what := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
 		_, override, _ := unstructured.NestedMap(p.Object, "spec", "overrides")
 		for _, block := range []string{"defaults", "overrides"} {
 			if s, _, _ := unstructured.NestedString(p.Object, "spec", block, "strategy"); s != "" && s != "atomic" {

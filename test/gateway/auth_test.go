@@ -106,7 +106,7 @@ func TestEffectivePolicy(t *testing.T) {
 		{what: "a route no service's policy covers: the gateway's default deny", at: at(ingress, "http", httpRoute("team-b", "rogue")), want: "kserve-ingress-gateway-authn"},
 		{what: "an opened service's route: its anonymous policy", at: at(ingress, "http", httpRoute("team-a", "open-kserve-route")), want: "open-kserve-route-authn"},
 		{what: "a route of the same name elsewhere: the gateway's", at: at(ingress, "http", httpRoute("team-c", "open-kserve-route")), want: "kserve-ingress-gateway-authn"},
-		{what: "the MaaS listener: its policy over the default-deny", at: at(maas, "http", httpRoute("team-a", "chat-kserve-route")), want: "maas-gateway-auth"},
+		{what: "the MaaS listener: its default-deny over the gateway's", at: at(maas, "http", httpRoute("team-a", "chat-kserve-route")), want: "maas-gateway-auth"},
 		{what: "another listener of the MaaS gateway: the default-deny", at: at(maas, "other", httpRoute("team-a", "chat-kserve-route")), want: "maas-default-deny"},
 		{what: "the API server's route on the MaaS gateway: its own", at: at(maas, "http", httpRoute("opendatahub", "odh-serving-maas-api")), want: "odh-serving-maas-api"},
 		{what: "two policies on a route: the older", at: at(ingress, "http", httpRoute("team-a", "twins-kserve-route")), want: "z-older"},
@@ -192,8 +192,18 @@ func TestGatewayEnforcesDefaultDeny(t *testing.T) {
 		t.Errorf("the route's anonymous policy over the default-deny: %d from pod %q: %s", code, hdr.Get("X-Model-Server-Pod"), body)
 	}
 
+	// The MaaS listener's own default denies too (each MaaS route brings
+	// the policy that lets its callers in).
 	url = serve(deny, listener)
-	if code, _, body := send(t, url+"/team/svc/v1/completions", completion); code != http.StatusInternalServerError || !strings.Contains(body, "rules.metadata") {
+	if code, hdr, body := send(t, url+"/team/svc/v1/completions", completion); code != http.StatusForbidden ||
+		strings.TrimSpace(body) != "no MaaS route's policy covers this request" || hdr.Get(AuthPolicyHeader) != "gw/maas-gateway-auth" {
+		t.Errorf("the listener's default-deny: %d %q by %q; want 403 by gw/maas-gateway-auth", code, body, hdr.Get(AuthPolicyHeader))
+	}
+	// A policy the test gateway cannot apply fails closed with 500.
+	unknown := retarget(open, "", "", nil)
+	_ = unstructured.SetNestedField(unknown.Object, map[string]any{"x": map[string]any{"uma": map[string]any{}}}, "spec", "rules", "metadata")
+	url = serve(deny, unknown)
+	if code, _, body := send(t, url+"/team/svc/v1/completions", completion); code != http.StatusInternalServerError || !strings.Contains(body, `unknown field "uma"`) {
 		t.Errorf("a policy the test gateway cannot apply: %d %s; want 500 naming the rule", code, body)
 	}
 }

@@ -53,10 +53,22 @@
 // reason in X-Ext-Auth-Reason, as Authorino answers through Envoy, and the
 // policy named in X-Test-Gateway-Authpolicy. A policy it cannot apply
 // answers 500: fail closed. No policy on the path, or no AuthPolicy CRD:
-// the request goes on, as on a gateway Kuadrant does not protect. Rate
-// limits (RateLimitPolicy, TokenRateLimitPolicy) are not enforced, nor are
-// the policies' status, Authorino's caches or metadata calls (the MaaS
-// policy's tier lookup): docs/auth.md, "The test gateway".
+// the request goes on, as on a gateway Kuadrant does not protect. The
+// metadata calls a policy makes (the MaaS routes' tier lookup) go to the
+// URL it names with the Reviewer's HTTP client and Authorino's Secret
+// (test/authpolicy); Authorino's caches are not modelled.
+//
+// Rate limits (test tooling, no Limitador): with Options.RateLimiter set
+// to RateLimitPolicies, a request the AuthPolicy let through is counted
+// against the Kuadrant RateLimitPolicy in effect on its path (the same
+// EffectivePolicy), as Limitador counts: a fixed window per rate from the
+// window's first request, the request refused with 429 (the policy named
+// in X-Test-Gateway-Ratelimitpolicy) when a counter would go over, and
+// counted on none then. The counters applied are a limit without counters
+// (one for all) and source.remote_address (the client's address without
+// its port); when predicates and other counters answer 500: fail closed.
+// TokenRateLimitPolicies and the policies' status are not enforced:
+// docs/auth.md, "The test gateway".
 //
 // The order is Envoy's: the Authorizer (ext_authz: Kuadrant's wasm
 // filter calling Authorino) first, then the endpoint picker (ext_proc),

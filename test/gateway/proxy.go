@@ -70,6 +70,10 @@ type Options struct {
 	// before it goes to a backend (AuthPolicies enforces Kuadrant's
 	// AuthPolicies); nil lets every request through.
 	Authorizer Authorizer
+	// RateLimiter, if set, counts each request the Authorizer let through
+	// (RateLimitPolicies enforces Kuadrant's RateLimitPolicies); nil: no
+	// limits.
+	RateLimiter RateLimiter
 }
 
 // Router routes the requests a Gateway's listeners take, reading
@@ -140,7 +144,8 @@ func (r *Router) Handler(gw types.NamespacedName, listener gatewayv1.SectionName
 			r.fail(w, http.StatusNotFound, "no route of Gateway %s listener %s matches %s %s", gw, listener, req.Method, req.URL.Path)
 			return
 		}
-		if !r.authorize(w, req, AuthTarget{Gateway: gw, Listener: listener, Route: m.route, Rule: m.rule}) {
+		at := AuthTarget{Gateway: gw, Listener: listener, Route: m.route, Rule: m.rule}
+		if !r.authorize(w, req, at) || !r.rateLimit(w, req, at) {
 			return
 		}
 		if t := m.rule.Timeouts; t != nil && t.Request != nil {

@@ -58,6 +58,12 @@ func New(cfg *rest.Config, firstAddress string, opts Options) (*Gateway, error) 
 		}
 		opts.Authorizer = ap
 	}
+	if rl, ok := opts.RateLimiter.(RateLimitPolicies); ok && rl.Reader == nil {
+		// RateLimitPolicies read through the cache too.
+		fresh := NewRateLimitPolicies(mgr.GetCache())
+		fresh.Now = rl.Now
+		opts.RateLimiter = fresh
+	}
 	g := &Gateway{mgr: mgr, Router: NewRouter(mgr.GetClient(), opts)}
 	if g.Listeners, err = NewListeners(mgr, g.Router, firstAddress); err != nil {
 		return nil, err
