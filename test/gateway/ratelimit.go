@@ -131,8 +131,8 @@ func (l RateLimitPolicies) Limit(ctx context.Context, req *http.Request, at Auth
 				return Verdict{}, fmt.Errorf("RateLimitPolicy %s: limits.%s.rates[%d].window %q: %v", name, limitName, i, rate.Window, err)
 			}
 			hits = append(hits, hit{
-				key:       fmt.Sprintf("%s/%s/%s/%d/%s", name, policy.GetUID(), limitName, i, strings.Join(values, ",")),
-				limit:     rate.Limit, duration: d, limitName: limitName,
+				key:   fmt.Sprintf("%s/%s/%s/%d/%s", name, policy.GetUID(), limitName, i, strings.Join(values, ",")),
+				limit: rate.Limit, duration: d, limitName: limitName,
 				description: fmt.Sprintf("limits.%s: %d per %s", limitName, rate.Limit, rate.Window),
 			})
 		}
