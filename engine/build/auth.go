@@ -141,6 +141,13 @@ func (b *builder) stripCredentials(rules []gatewayv1.HTTPRouteRule) error {
 	if !b.opts.Auth {
 		return nil
 	}
+	return dropAuthorization(rules)
+}
+
+// dropAuthorization makes each rule remove the Authorization header from
+// the request before it goes upstream (stripCredentials; a MaaS route's
+// rules always, maasRoute).
+func dropAuthorization(rules []gatewayv1.HTTPRouteRule) error {
 	for i := range rules {
 		at := slices.IndexFunc(rules[i].Filters, func(f gatewayv1.HTTPRouteFilter) bool {
 			return f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier

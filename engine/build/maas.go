@@ -1,6 +1,7 @@
 package build
 
 import (
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,66 +38,33 @@ const TierReviewPath = "/apis/modelserving.opendatahub.io/v1alpha1/tierreviews"
 // the MaaS gateway with the same checks.
 //
 // The caller's MaaS token is dropped before the request goes upstream
-// (withoutAuthorization): it is good on the MaaS gateway for every model of
-// the caller's tier, and the model server's image is the service author's.
-func (b *builder) maasRoute(managed *gatewayv1.HTTPRouteSpec, annotations map[string]string) {
+// (dropAuthorization, as stripCredentials does on the managed route, but
+// whatever --enable-auth says): it is good on the MaaS gateway for every
+// model of the caller's tier, and the model server's image is the service
+// author's.
+func (b *builder) maasRoute(managed *gatewayv1.HTTPRouteSpec, annotations map[string]string) error {
 	m := b.opts.MaaS
 	if m.Gateway.Name == "" {
-		return
+		return nil
 	}
 	spec := gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: b.withGateway(nil, m.Gateway)},
 		Hostnames:       managed.Hostnames,
-		Rules:           withoutAuthorization(managed.Rules),
+		Rules:           managed.Rules,
+	}
+	spec = *spec.DeepCopy()
+	if err := dropAuthorization(spec.Rules); err != nil {
+		return fmt.Errorf("the MaaS route: %w", err)
 	}
 	meta := b.meta(b.names.maasRoute, ComponentRouter)
 	meta.Annotations = annotations
 	b.add(&gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
 		ObjectMeta: meta,
-		Spec:       *spec.DeepCopy(),
+		Spec:       spec,
 	})
 	b.add(b.maasPolicy())
-}
-
-// withoutAuthorization returns a copy of rules in which each rule removes
-// the Authorization header from the request before it goes to a backend (a
-// RequestHeaderModifier filter, added to the rule's own or merged into it).
-// The gateway's external authorization runs before the route's filters, so
-// the policy still reads the header (docs/auth.md).
-func withoutAuthorization(rules []gatewayv1.HTTPRouteRule) []gatewayv1.HTTPRouteRule {
-	out := make([]gatewayv1.HTTPRouteRule, len(rules))
-	for i := range rules {
-		r := *rules[i].DeepCopy()
-		merged := false
-		for j := range r.Filters {
-			f := &r.Filters[j]
-			if f.Type != gatewayv1.HTTPRouteFilterRequestHeaderModifier || f.RequestHeaderModifier == nil {
-				continue
-			}
-			if !containsFold(f.RequestHeaderModifier.Remove, "Authorization") {
-				f.RequestHeaderModifier.Remove = append(f.RequestHeaderModifier.Remove, "Authorization")
-			}
-			merged = true
-		}
-		if !merged {
-			r.Filters = append(r.Filters, gatewayv1.HTTPRouteFilter{
-				Type:                  gatewayv1.HTTPRouteFilterRequestHeaderModifier,
-				RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Remove: []string{"Authorization"}},
-			})
-		}
-		out[i] = r
-	}
-	return out
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
+	return nil
 }
 
 // maasPolicy is the AuthPolicy of the service's MaaS route: the MaaS

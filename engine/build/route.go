@@ -64,8 +64,7 @@ func (b *builder) route() error {
 		ObjectMeta: meta,
 		Spec:       *spec,
 	})
-	b.maasRoute(spec, meta.Annotations)
-	return nil
+	return b.maasRoute(spec, meta.Annotations)
 }
 
 // withInternalGateway adds the internal gateway to parents that include the
