@@ -243,7 +243,7 @@ func TestWebhookCertsRotationServed(t *testing.T) {
 
 	port := testenv.FreePort(t)
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
-	webhook.Register(server)
+	webhook.Register(server, webhook.Validator{})
 	testenv.Start(t, "webhook server", server.Start)
 	testenv.Start(t, "Start", w.Start)
 
