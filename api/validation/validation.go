@@ -73,7 +73,33 @@ func validatePods(spec *v1alpha2.LLMInferenceServiceSpec, path *field.Path) fiel
 		errs = append(errs, validatePod(spec.Prefill.Worker, path.Child("prefill", "worker"))...)
 	}
 	if spec.Router != nil && spec.Router.Scheduler != nil {
-		errs = append(errs, validatePod(spec.Router.Scheduler.Template, path.Child("router", "scheduler", "template"))...)
+		tp := path.Child("router", "scheduler", "template")
+		errs = append(errs, validatePod(spec.Router.Scheduler.Template, tp)...)
+		errs = append(errs, validateSchedulerServiceAccount(spec.Router.Scheduler.Template, tp)...)
+	}
+	return errs
+}
+
+// MsgSchedulerServiceAccount is why the endpoint picker's template may not
+// name a ServiceAccount.
+const MsgSchedulerServiceAccount = "the endpoint picker always runs as the ServiceAccount the controller makes for it " +
+	"(<service>-epp-sa), the only one bound to system:auth-delegator and to its Role; naming another would give that " +
+	"ServiceAccount those rights. Remove the field (image pull secrets go in the template's imagePullSecrets)"
+
+// validateSchedulerServiceAccount refuses a ServiceAccount in the endpoint
+// picker's template, by either field (serviceAccount is the deprecated
+// alias), so that the cluster-wide binding the controller makes for the
+// endpoint picker never reaches a ServiceAccount the user picks.
+func validateSchedulerServiceAccount(pod *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if pod == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if pod.ServiceAccountName != "" {
+		errs = append(errs, field.Forbidden(path.Child("serviceAccountName"), MsgSchedulerServiceAccount))
+	}
+	if pod.DeprecatedServiceAccount != "" {
+		errs = append(errs, field.Forbidden(path.Child("serviceAccount"), MsgSchedulerServiceAccount))
 	}
 	return errs
 }

@@ -53,12 +53,13 @@ func (b *builder) scheduler() error {
 			}
 		}
 	}
-	sa := pod.ServiceAccountName
-	if sa == "" {
-		sa = b.names.eppSA
-		pod.ServiceAccountName = sa
-		b.add(b.serviceAccount(sa, ComponentScheduler))
-	}
+	// Always the ServiceAccount made here: the only one bound to
+	// system:auth-delegator. Validation refuses a template that names
+	// another (validation.MsgSchedulerServiceAccount); this holds even for
+	// a spec that skipped it.
+	sa := b.names.eppSA
+	pod.ServiceAccountName, pod.DeprecatedServiceAccount = sa, ""
+	b.add(b.serviceAccount(sa, ComponentScheduler))
 	labels := b.labels(ComponentScheduler)
 	replicas := int32(1)
 	if s.Replicas != nil {

@@ -88,11 +88,26 @@ var knownNamespaced = []string{
 }
 
 // TestRBACChildren checks the RBAC the engine renders for every golden
-// input: no wildcards, no escalate, bind or impersonate, and cluster-wide
-// bindings only to the ClusterRoles in boundClusterRoles.
+// input: no wildcards, no escalate, bind or impersonate, cluster-wide
+// bindings only to the ClusterRoles in boundClusterRoles, and every
+// ServiceAccount a binding names one the same render makes (a template
+// never picks whom the controller binds).
 func TestRBACChildren(t *testing.T) {
 	roles, bindings := 0, 0
 	for _, r := range renderGolden(t) {
+		made := map[string]bool{}
+		for _, o := range r.objs {
+			if o.GetKind() == "ServiceAccount" {
+				made[o.GetNamespace()+"/"+o.GetName()] = true
+			}
+		}
+		checkSubjects := func(kind, name string, subjects []rbacv1.Subject) {
+			for _, s := range subjects {
+				if s.Kind == rbacv1.ServiceAccountKind && !made[s.Namespace+"/"+s.Name] {
+					t.Errorf("%s: %s %s binds ServiceAccount %s/%s, which the render does not make", r.source, kind, name, s.Namespace, s.Name)
+				}
+			}
+		}
 		for _, o := range r.objs {
 			switch o.GetKind() {
 			case "Role":
@@ -112,12 +127,14 @@ func TestRBACChildren(t *testing.T) {
 						t.Errorf("%s: ClusterRoleBinding %s binds %s %s; only the service's own service accounts", r.source, b.Name, s.Kind, s.Name)
 					}
 				}
+				checkSubjects("ClusterRoleBinding", b.Name, b.Subjects)
 			case "RoleBinding":
 				var b rbacv1.RoleBinding
 				fromUnstructured(t, o, &b)
 				if b.RoleRef.Kind != "Role" {
 					t.Errorf("%s: RoleBinding %s refers to %s %s; children bind their own Roles", r.source, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 				}
+				checkSubjects("RoleBinding", b.Name, b.Subjects)
 			}
 		}
 	}
