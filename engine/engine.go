@@ -113,6 +113,11 @@ type Options struct {
 	// Prometheus is the Prometheus a ScaledObject under wva.keda queries
 	// for wva_desired_replicas, and how it authenticates.
 	Prometheus build.Prometheus
+	// KEDAAllowedServerAddresses are the server addresses a service's own
+	// KEDA triggers (spec.scaling.keda.triggers) may reach besides
+	// Prometheus.URL (validation.TriggerPolicy). Default: none, so only the
+	// platform's Prometheus.
+	KEDAAllowedServerAddresses []string
 	// ConfigMaps finds the ConfigMap that spec.router.scheduler.config.ref
 	// names (ResolveSchedulerConfig). It is data, not a flag: the
 	// controller reads the cluster, render and post-render their input.
@@ -152,6 +157,18 @@ type Options struct {
 	// spec.hostnames: exact names, or "*.example.com" for any name below
 	// example.com. Default: none (build.CheckRouteOwner).
 	AllowedHostnames []string
+}
+
+// TriggerPolicy is what a service's own KEDA triggers may use under
+// these options: the addresses of KEDAAllowedServerAddresses and
+// Prometheus.URL, and not the platform's authentication for Prometheus.
+// The validating webhook applies the same policy as the render.
+func (o Options) TriggerPolicy() validation.TriggerPolicy {
+	p := validation.TriggerPolicy{PlatformAuth: o.Prometheus.TriggerAuthName, Addresses: slices.Clone(o.KEDAAllowedServerAddresses)}
+	if o.Prometheus.URL != "" {
+		p.Addresses = append(p.Addresses, o.Prometheus.URL)
+	}
+	return p
 }
 
 func (o Options) withDefaults() Options {
@@ -389,6 +406,11 @@ func prepare(ctx context.Context, svc *v1alpha2.LLMInferenceService, catalog *pr
 	// Before anything that reads the cluster: the webhook stops here too.
 	if err := build.CheckRouteOwner(svc.Namespace, svc.Name, spec, opts.AllowedHostnames); err != nil {
 		return nil, err
+	}
+	// After the templates, which could write an address; before
+	// anything that reads the cluster, as the route check.
+	if errs := validation.ValidateTriggers(spec, opts.TriggerPolicy()); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	// After the templates: a ConfigMap's text is the user's, not a template.
 	from, err := resolveSchedulerConfig(spec, svc.Namespace, opts.SystemNamespace, opts.ConfigMaps)

@@ -60,36 +60,8 @@ func renderCase(tb testing.TB, dir string) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var opts caseOptions
-	if raw, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
-		if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	catalog := presetstest.Catalog(tb, in.Presets)
-	eopts := engine.Options{Images: presetstest.Images(tb)}
-	if opts.Phase != "" {
-		eopts.Phase = convention.Phase(opts.Phase)
-	}
-	eopts.CertMode = convention.CertMode(opts.CertMode)
-	eopts.InternalGatewayName = opts.InternalGateway
-	eopts.ImageRegistry = opts.ImageRegistry
-	eopts.OCIModelSource = convention.OCIModelSource(opts.OCIModelSource)
-	if opts.Tiers != "" {
-		if eopts.Tiers, err = tier.Parse(opts.Tiers, opts.TierNamespacePrefix); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	eopts.GatewayTLS = convention.GatewayTLS(opts.GatewayTLS)
-	eopts.IstioShadowService = opts.IstioShadowService
-	eopts.Monitoring = opts.Monitoring
-	eopts.WithoutKEDA = opts.KEDA == "false"
-	eopts.Auth = opts.Auth
-	eopts.AuthAudiences = opts.AuthAudiences
-	eopts.MaaSGatewayName = opts.MaaSGateway
-	eopts.MaaSTierCacheTTL = opts.MaaSTierCacheTTL
-	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
-		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
+	eopts := caseEngineOptions(tb, dir)
 	var out bytes.Buffer
 	var all []*unstructured.Unstructured
 	for _, s := range in.Services {
@@ -109,6 +81,43 @@ func renderCase(tb testing.TB, dir string) []byte {
 	return out.Bytes()
 }
 
+// caseEngineOptions are the render options of testdata/<name>: the
+// shipped images, and what its options.yaml says.
+func caseEngineOptions(tb testing.TB, dir string) engine.Options {
+	tb.Helper()
+	var opts caseOptions
+	if raw, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+		if err := yaml.UnmarshalStrict(raw, &opts); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	eopts := engine.Options{Images: presetstest.Images(tb)}
+	if opts.Phase != "" {
+		eopts.Phase = convention.Phase(opts.Phase)
+	}
+	eopts.CertMode = convention.CertMode(opts.CertMode)
+	eopts.InternalGatewayName = opts.InternalGateway
+	eopts.ImageRegistry = opts.ImageRegistry
+	eopts.OCIModelSource = convention.OCIModelSource(opts.OCIModelSource)
+	if opts.Tiers != "" {
+		var err error
+		if eopts.Tiers, err = tier.Parse(opts.Tiers, opts.TierNamespacePrefix); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	eopts.GatewayTLS = convention.GatewayTLS(opts.GatewayTLS)
+	eopts.IstioShadowService = opts.IstioShadowService
+	eopts.Monitoring = opts.Monitoring
+	eopts.WithoutKEDA = opts.KEDA == "false"
+	eopts.Auth = opts.Auth
+	eopts.AuthAudiences = opts.AuthAudiences
+	eopts.MaaSGatewayName = opts.MaaSGateway
+	eopts.MaaSTierCacheTTL = opts.MaaSTierCacheTTL
+	eopts.Prometheus = build.Prometheus{URL: opts.PrometheusURL, AuthModes: opts.PrometheusAuthModes,
+		TriggerAuthName: opts.PrometheusTriggerAuthName, TriggerAuthKind: opts.PrometheusTriggerAuthKind}
+	return eopts
+}
+
 // loadCase decodes the one service of testdata/<name>/input.yaml, and
 // gives the catalog (the shipped presets and the input's) and the options
 // (the shipped images) it renders with.
@@ -122,7 +131,7 @@ func loadCase(tb testing.TB, name string) (*v1alpha2.LLMInferenceService, *prese
 	if len(in.Services) != 1 {
 		tb.Fatalf("%s: want one service, got %d", file, len(in.Services))
 	}
-	return in.Services[0].Service, presetstest.Catalog(tb, in.Presets), engine.Options{Images: presetstest.Images(tb)}
+	return in.Services[0].Service, presetstest.Catalog(tb, in.Presets), caseEngineOptions(tb, filepath.Dir(file))
 }
 
 // TestGolden renders each case under testdata/ and compares the output with

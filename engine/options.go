@@ -95,6 +95,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("field AllowedHostnames: %w", err))
 		}
 	}
+	for _, a := range o.KEDAAllowedServerAddresses {
+		if !httpAddress(a) {
+			errs = append(errs, fmt.Errorf("field KEDAAllowedServerAddresses: %q: want an http:// or https:// address", a))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -166,6 +171,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the TriggerAuthentication (or ClusterTriggerAuthentication) those ScaledObjects authenticate to Prometheus with")
 	fs.Var(newParsed(&o.Prometheus.TriggerAuthKind, "TriggerAuthentication", parseTriggerAuthKind), "prometheus-trigger-auth-kind",
 		"its kind: TriggerAuthentication (in the service's namespace) or ClusterTriggerAuthentication")
+	fs.StringArrayVar(&o.KEDAAllowedServerAddresses, "keda-allowed-server-address", nil,
+		"an address (http(s)://host[:port][/path]) a service's own KEDA triggers may reach, besides --prometheus-url "+
+			"(repeatable); a trigger's address must have its scheme and host and a path at or below its path")
 	fs.BoolVar(&o.Prometheus.UnsafeSSL, "prometheus-unsafe-ssl", false,
 		"do not verify Prometheus's certificate (KEDA's unsafeSsl); give a CA through the TriggerAuthentication instead")
 }
@@ -238,11 +246,8 @@ func checkMaaSAPIServerURL(s string) error {
 // authModes only with the authentication that carries the credentials.
 func checkPrometheus(p build.Prometheus) error {
 	var errs []error
-	if p.URL != "" {
-		u, err := url.Parse(p.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("URL %q: want an http:// or https:// address", p.URL))
-		}
+	if p.URL != "" && !httpAddress(p.URL) {
+		errs = append(errs, fmt.Errorf("URL %q: want an http:// or https:// address", p.URL))
 	}
 	if p.AuthModes != "" && p.TriggerAuthName == "" {
 		errs = append(errs, fmt.Errorf("AuthModes %q: needs TriggerAuthName, the authentication that carries the credentials", p.AuthModes))
@@ -253,6 +258,13 @@ func checkPrometheus(p build.Prometheus) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// httpAddress reports whether s is an http:// or https:// address with a
+// host.
+func httpAddress(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // AddPhaseFlag registers --migration-phase for the commands that render

@@ -15,7 +15,8 @@ import (
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
-var prometheus = build.Prometheus{URL: "https://prometheus.monitoring:9090"}
+// prometheus is the address the keda goldens' triggers query.
+var prometheus = build.Prometheus{URL: "https://thanos-querier.openshift-monitoring.svc.cluster.local:9091"}
 
 // renderScaled renders the one service of testdata/<name>/input.yaml,
 // changed by edit, with opts.

@@ -82,6 +82,9 @@ func validateScaling(w *v1alpha2.WorkloadSpec, path *field.Path) field.ErrorList
 			if t.AuthenticationRef != nil && t.AuthenticationRef.Name == "" {
 				errs = append(errs, field.Required(tp.Child("authenticationRef", "name"), ""))
 			}
+			if t.AuthenticationRef != nil && t.AuthenticationRef.Kind == "ClusterTriggerAuthentication" {
+				errs = append(errs, field.Forbidden(tp.Child("authenticationRef", "kind"), MsgClusterTriggerAuth))
+			}
 		}
 		errs = append(errs, validateKEDA(&s.KEDA.KEDAScalingSpec, kp, minReplicas)...)
 		return errs

@@ -50,12 +50,12 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 	var warnings []string
 	switch req.Kind.Kind {
 	case "LLMInferenceService":
-		errs, warnings = services.check(req)
+		errs, warnings = services.check(req, v.Options.TriggerPolicy())
 		if len(errs) == 0 && changesSpec(req) {
 			errs = v.checkRoute(ctx, req)
 		}
 	case "LLMInferenceServiceConfig":
-		errs, warnings = configs.check(req)
+		errs, warnings = configs.check(req, v.Options.TriggerPolicy())
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unexpected kind %s", req.Kind))
 	}
@@ -73,8 +73,11 @@ func (v Validator) Handle(ctx context.Context, req admission.Request) admission.
 // new object and validateUpdate a changed one against the stored one; warn
 // names the fields of a valid object that are stored but not acted on.
 type kind[T interface{ GetDeletionTimestamp() *metav1.Time }] struct {
-	decode         func(version string, raw []byte) (T, field.ErrorList)
-	spec           func(T) any
+	decode func(version string, raw []byte) (T, field.ErrorList)
+	spec   func(T) any
+	// triggers checks the spec's KEDA triggers against the platform's
+	// policy.
+	triggers       func(T, validation.TriggerPolicy) field.ErrorList
 	validate       func(T) field.ErrorList
 	validateUpdate func(old, obj T) field.ErrorList
 	warn           func(T) []string
@@ -82,15 +85,21 @@ type kind[T interface{ GetDeletionTimestamp() *metav1.Time }] struct {
 
 var (
 	services = kind[*v1alpha2.LLMInferenceService]{
-		decode:         validation.DecodeService,
-		spec:           func(s *v1alpha2.LLMInferenceService) any { return s.Spec },
+		decode: validation.DecodeService,
+		spec:   func(s *v1alpha2.LLMInferenceService) any { return s.Spec },
+		triggers: func(s *v1alpha2.LLMInferenceService, p validation.TriggerPolicy) field.ErrorList {
+			return validation.ValidateTriggers(&s.Spec, p)
+		},
 		validate:       validation.ValidateService,
 		validateUpdate: validation.ValidateServiceUpdate,
 		warn:           func(s *v1alpha2.LLMInferenceService) []string { return validation.Unimplemented(&s.Spec) },
 	}
 	configs = kind[*v1alpha2.LLMInferenceServiceConfig]{
-		decode:   validation.DecodeConfig,
-		spec:     func(c *v1alpha2.LLMInferenceServiceConfig) any { return c.Spec },
+		decode: validation.DecodeConfig,
+		spec:   func(c *v1alpha2.LLMInferenceServiceConfig) any { return c.Spec },
+		triggers: func(c *v1alpha2.LLMInferenceServiceConfig, p validation.TriggerPolicy) field.ErrorList {
+			return validation.ValidateTriggers(&c.Spec, p)
+		},
 		validate: validation.ValidateConfig,
 		// A preset has no rule about what an update may change.
 		validateUpdate: func(_, cfg *v1alpha2.LLMInferenceServiceConfig) field.ErrorList {
@@ -103,7 +112,7 @@ var (
 // check decides a create or an update. Metadata-only updates (finalizers,
 // labels) and updates of an object being deleted go through unchecked, so
 // an object stored before a rule existed can still be cleaned up.
-func (k kind[T]) check(req admission.Request) (field.ErrorList, []string) {
+func (k kind[T]) check(req admission.Request, policy validation.TriggerPolicy) (field.ErrorList, []string) {
 	if req.Operation == admissionv1.Update && rawUnchangedOrDeleting(req) {
 		return nil, nil
 	}
@@ -112,17 +121,17 @@ func (k kind[T]) check(req admission.Request) (field.ErrorList, []string) {
 		return errs, nil
 	}
 	if req.Operation == admissionv1.Create {
-		return k.validate(obj), k.warn(obj)
+		return append(k.validate(obj), k.triggers(obj, policy)...), k.warn(obj)
 	}
 	old, errs := k.decode(req.Kind.Version, req.OldObject.Raw)
 	if len(errs) > 0 {
 		// The stored object predates a rule; judge the new one alone.
-		return k.validate(obj), k.warn(obj)
+		return append(k.validate(obj), k.triggers(obj, policy)...), k.warn(obj)
 	}
 	if obj.GetDeletionTimestamp() != nil || apiequality.Semantic.DeepEqual(k.spec(old), k.spec(obj)) {
 		return nil, nil
 	}
-	return k.validateUpdate(old, obj), k.warn(obj)
+	return append(k.validateUpdate(old, obj), k.triggers(obj, policy)...), k.warn(obj)
 }
 
 // rawUnchangedOrDeleting is check's shortcut before decoding: decoding

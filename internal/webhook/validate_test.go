@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/opendatahub-io/odh-serving/engine"
 	"github.com/opendatahub-io/odh-serving/internal/webhook"
 )
 
@@ -76,5 +77,35 @@ func TestValidatorJudgesUpdatesByKind(t *testing.T) {
 	}
 	if resp := update("LLMInferenceServiceConfig", withRefs, cfg(`,"finalizers":["f"]`, `{"baseRefs":[{"name":"p"}]}`)); !resp.Allowed {
 		t.Errorf("a finalizer removed from a stored preset with baseRefs: refused: %v", resp.Result)
+	}
+}
+
+// The webhook applies the platform's trigger policy, as render does, to
+// services and presets, created or updated: a trigger reaches only the
+// allowed addresses.
+func TestValidatorAppliesTheTriggerPolicy(t *testing.T) {
+	v := webhook.Validator{Options: engine.Options{KEDAAllowedServerAddresses: []string{"https://thanos.monitoring.svc:9091"}}}
+	object := func(kind, address string) []byte {
+		return []byte(`{"apiVersion":"serving.kserve.io/v1alpha2","kind":"` + kind + `","metadata":{"name":"s","namespace":"ns"},` +
+			`"spec":{"model":{"uri":"hf://a/b"},"scaling":{"maxReplicas":2,"keda":{"triggers":[{"type":"prometheus",` +
+			`"metadata":{"serverAddress":"` + address + `","query":"up","threshold":"1"}}]}}}}`)
+	}
+	const want = `spec.scaling.keda.triggers[0].metadata.serverAddress: Forbidden: "https://attacker.example.com" is not an address`
+	for _, kind := range []string{"LLMInferenceService", "LLMInferenceServiceConfig"} {
+		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+			req := func(address string) admission.Request {
+				return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+					Operation: op, Name: "s", Namespace: "ns",
+					Kind:   metav1.GroupVersionKind{Group: "serving.kserve.io", Version: "v1alpha2", Kind: kind},
+					Object: runtime.RawExtension{Raw: object(kind, address)}, OldObject: runtime.RawExtension{Raw: object(kind, "https://thanos.monitoring.svc:9091/x")},
+				}}
+			}
+			if resp := v.Handle(t.Context(), req("https://attacker.example.com")); resp.Allowed || !strings.Contains(resp.Result.Message, want) {
+				t.Errorf("%s %s: allowed %v, %v; want a refusal naming %q", op, kind, resp.Allowed, resp.Result, want)
+			}
+			if resp := v.Handle(t.Context(), req("https://thanos.monitoring.svc:9091")); !resp.Allowed {
+				t.Errorf("%s %s with the allowed address: refused: %v", op, kind, resp.Result)
+			}
+		}
 	}
 }

@@ -271,10 +271,10 @@ func TestControllerFlags(t *testing.T) {
 	}{
 		{"default", []string{"--system-namespace=opendatahub", "--cert-mode=self-signed", "--leader-elect", "--manage-crds=true",
 			"--webhook-service-name=odh-serving-webhook", "--ingress-gateway-name=kserve-ingress-gateway", "--preset-prefix=kserve-"},
-			[]string{"--image=", "--static-mode", "--internal-gateway-name=kserve-internal-gateway", "--watch-namespaces=", "--maas", "--tier-", "--maas-gateway-"}},
+			[]string{"--image=", "--static-mode", "--internal-gateway-name=kserve-internal-gateway", "--watch-namespaces=", "--maas", "--tier-", "--maas-gateway-", "--keda-allowed-server-address"}},
 		{"cert-manager", []string{"--cert-mode=cert-manager", "--cert-issuer-kind=ClusterIssuer", "--cert-issuer-name=odh-serving-ca"}, nil},
 		{"service-ca", []string{"--cert-mode=service-ca", "--internal-gateway-name=kserve-internal-gateway", "--internal-gateway-namespace=opendatahub"}, nil},
-		{"services", []string{"--watch-namespaces=team-a"}, nil},
+		{"services", []string{"--watch-namespaces=team-a", "--keda-allowed-server-address=http://metrics.team-a.svc:8080/api"}, nil},
 		{"static", []string{"--static-mode", "--manage-crds=false"}, nil},
 		{"maas", []string{"--maas", "--tier-config-namespace=opendatahub", "--tier-config-name=tier-to-group-mapping",
 			"--tier-namespace-prefix=maas-default-gateway-tier-", "--maas-gateway-name=maas-default-gateway", "--maas-gateway-namespace=openshift-ingress"}, nil},
