@@ -308,19 +308,11 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 	child(&n.prefillHPA, "-kserve-prefill-hpa")
 	child(&n.scaledObject, "-kserve-keda")
 	child(&n.prefillScaledObject, "-kserve-prefill-keda")
-	clusterChild := func(dst *string, suffix string) {
-		v, err := naming.ChildName(svc.Namespace, "-"+svc.Name+suffix)
-		if err != nil {
-			// The suffix carries the service name; hash the whole name instead.
-			v, err = naming.ChildName(svc.Namespace+"-"+svc.Name, suffix)
-		}
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		*dst = v
+	if cluster, err := ClusterNames(svc.Namespace, svc.Name); err != nil {
+		errs = append(errs, err.Error())
+	} else {
+		n.eppAuth, n.metricsReaderAuth = cluster[0], cluster[1]
 	}
-	clusterChild(&n.eppAuth, "-epp-auth-rb")
-	clusterChild(&n.metricsReaderAuth, "-kserve-metrics-reader")
 	if r := spec.Router; r != nil && r.Scheduler != nil && r.Scheduler.Pool != nil {
 		if ref := r.Scheduler.Pool.Ref; ref != nil && ref.Name != "" {
 			n.pool = ref.Name
@@ -336,3 +328,26 @@ func newNames(svc *v1alpha2.LLMInferenceService, spec *v1alpha2.LLMInferenceServ
 }
 
 func childOf(parent, suffix string) (string, error) { return naming.ChildName(parent, suffix) }
+
+// The suffixes of the cluster-scoped children's names.
+const (
+	suffixEPPAuth           = "-epp-auth-rb"
+	suffixMetricsReaderAuth = "-kserve-metrics-reader"
+)
+
+// ClusterNames are the names of the cluster-scoped children a service in
+// namespace may have, whatever its spec: the endpoint picker's binding to
+// system:auth-delegator, then the metrics reader's binding
+// (naming.ClusterChildName). The controller removes a binding of the
+// service's under any other name, such as one named by an earlier version.
+func ClusterNames(namespace, name string) ([]string, error) {
+	var out []string
+	for _, suffix := range []string{suffixEPPAuth, suffixMetricsReaderAuth} {
+		v, err := naming.ClusterChildName(namespace, name, suffix)
+		if err != nil {
+			return nil, fmt.Errorf("name the cluster-scoped children of %s/%s: %w", namespace, name, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -49,3 +49,35 @@ func shorten(parent, suffix string, limit int, hash func() string) (string, erro
 	}
 	return parent[:keep] + h + suffix, nil
 }
+
+// ClusterHashLength is how many hex characters of the SHA-256 of
+// namespace/name a ClusterChildName carries: 64 bits.
+const ClusterHashLength = 16
+
+// ClusterChildName names a cluster-scoped child (a ClusterRoleBinding) of
+// the object name in namespace: namespace-name, cut to fit, a dash, the
+// first ClusterHashLength hex characters of the SHA-256 of namespace/name,
+// and the suffix; at most 63 characters. Suffixes longer than 45
+// characters are an error.
+//
+// A cluster-scoped name must tell apart objects of every namespace. Joining
+// the two names with a character both may hold collides: a/b-c and a-b/c
+// both read a-b-c, so one tenant could take or block another's binding. "/"
+// is in no namespace and no name, so namespace/name differs for every
+// object, and its hash tells them apart; the readable prefix is only for
+// people. 64 bits put a second namespace and name with the same hash out of
+// reach: finding one for a given binding takes about 2^64 hashes, even when
+// a long prefix is cut and a tenant may vary the rest of its names.
+func ClusterChildName(namespace, name, suffix string) (string, error) {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	hash := hex.EncodeToString(sum[:])[:ClusterHashLength]
+	keep := MaxLength - len(suffix) - len(hash) - 1
+	if keep < 1 {
+		return "", fmt.Errorf("name suffix %q is too long: at most %d characters", suffix, MaxLength-len(hash)-2)
+	}
+	prefix := namespace + "-" + name
+	if len(prefix) > keep {
+		prefix = prefix[:keep]
+	}
+	return prefix + "-" + hash + suffix, nil
+}

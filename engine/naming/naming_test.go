@@ -75,3 +75,36 @@ func TestSafeChildName(t *testing.T) {
 		t.Error("a 36-character suffix must be an error")
 	}
 }
+
+// Cluster-scoped names tell apart every namespace and name, even those
+// that join to the same string, and fit in 63 characters.
+func TestClusterChildName(t *testing.T) {
+	seen := map[string]string{}
+	long := strings.Repeat("n", 63)
+	for _, o := range [][2]string{
+		{"a", "b-c"}, {"a-b", "c"}, {"team-a", "qwen"},
+		{long, long}, {long, long[:62] + "m"}, // the same cut prefix
+	} {
+		got, err := naming.ClusterChildName(o[0], o[1], "-kserve-metrics-reader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > naming.MaxLength || !strings.HasSuffix(got, "-kserve-metrics-reader") {
+			t.Errorf("%s/%s: %q: want at most 63 characters ending in the suffix", o[0], o[1], got)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%s/%s and %s both get %q", o[0], o[1], prev, got)
+		}
+		seen[got] = o[0] + "/" + o[1]
+	}
+	got, _ := naming.ClusterChildName("team-a", "qwen", "-epp-auth-rb")
+	if want := "team-a-qwen-"; !strings.HasPrefix(got, want) || len(got) != len(want)+naming.ClusterHashLength+len("-epp-auth-rb") {
+		t.Errorf("%q: want the readable %q, %d hex characters and the suffix", got, want, naming.ClusterHashLength)
+	}
+	if _, err := naming.ClusterChildName("a", "b", strings.Repeat("s", 46)); err == nil {
+		t.Error("a 46-character suffix must be an error")
+	}
+	if _, err := naming.ClusterChildName("a", "b", strings.Repeat("s", 45)); err != nil {
+		t.Errorf("a 45-character suffix: %v", err)
+	}
+}

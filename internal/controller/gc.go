@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/convention"
 )
 
@@ -38,6 +39,39 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) error {
 		}
 		if err := r.pruneKind(ctx, p.svc, k, keep); err != nil {
 			p.failed(k.workload, err)
+			return err
+		}
+	}
+	return nil
+}
+
+// dropRenamedClusterChildren deletes the service's cluster-scoped children
+// under names this version does not give them (build.ClusterNames): the
+// ClusterRoleBindings earlier versions named <namespace>-<name><suffix>,
+// a name two services could share. A pass that renders prunes them with
+// the rest, after the new ones are applied; a pass whose render fails
+// applies and prunes nothing else, but drops these, so an upgrade removes
+// an old binding even from a service whose spec this version refuses (one
+// whose endpoint picker ran as a ServiceAccount its template named, which
+// the binding made an auth delegator). Helm owns the children in static
+// mode, and replaces them itself.
+func (r *Reconciler) dropRenamedClusterChildren(ctx context.Context, svc *v1alpha2.LLMInferenceService) error {
+	if r.opts.StaticMode {
+		return nil
+	}
+	names, err := build.ClusterNames(svc.Namespace, svc.Name)
+	if err != nil {
+		return err
+	}
+	for _, k := range childKinds {
+		if !k.clusterScoped || !r.kinds.has(k) {
+			continue
+		}
+		keep := map[childID]bool{}
+		for _, n := range names {
+			keep[childID{gvk: k.gvk, name: n}] = true
+		}
+		if err := r.pruneKind(ctx, svc, k, keep); err != nil {
 			return err
 		}
 	}

@@ -159,7 +159,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	opts.ConfigMaps = r.configMaps(ctx)
 	if p.plan, err = engine.Prepare(ctx, p.svc, catalog, opts); err != nil {
 		p.renderFailed(err)
-		return schedulerConfigRequeue(nil, err), nil
+		return schedulerConfigRequeue(nil, err), r.dropRenamedClusterChildren(ctx, p.svc)
 	}
 	configRequeue := schedulerConfigRequeue(p.plan, nil)
 	in, err := r.migrationInput(ctx, p)
@@ -173,7 +173,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	}
 	if p.res, err = p.plan.Build(p.decision.Phase); err != nil {
 		p.renderFailed(err)
-		return 0, nil
+		return 0, r.dropRenamedClusterChildren(ctx, p.svc)
 	}
 	// What tells the gateways to originate TLS depends on the gateways the
 	// built route attaches to.
@@ -184,7 +184,7 @@ func (r *Reconciler) sync(ctx context.Context, p *pass) (time.Duration, error) {
 	if tls != convention.GatewayTLSNone {
 		if p.res, err = p.plan.WithPlatform(tls, shadow, opts.Monitoring).Build(p.decision.Phase); err != nil {
 			p.renderFailed(err)
-			return 0, nil
+			return 0, r.dropRenamedClusterChildren(ctx, p.svc)
 		}
 	}
 	// The fields accepted but not acted on, and a KV cache offloading the

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
 )
 
@@ -58,7 +59,7 @@ func TestUninstallPath(t *testing.T) {
 	apps := testenv.NewNamespace(t, cp.Client, "apps")
 	createService(t, apps, "with-picker", simulatorSpec)
 	createService(t, apps, "plain", `{"model": {"uri": "hf://Qwen/Qwen3-0.6B"}, "baseRefs": [{"name": "kserve-config-llm-cpu-simulator"}]}`)
-	bindings := map[string]string{"chat": ns + "-chat-epp-auth-rb", "with-picker": apps + "-with-picker-epp-auth-rb"}
+	bindings := map[string]string{"chat": eppAuth(t, ns, "chat"), "with-picker": eppAuth(t, apps, "with-picker")}
 	testenv.Eventually(t, "the controller makes the services' children", func() error {
 		for _, name := range bindings {
 			if _, found := get(t, gvkCRB, "", name); !found {
@@ -114,7 +115,7 @@ func TestUninstallPath(t *testing.T) {
 	runChartController(t, ns)
 	apps2 := testenv.NewNamespace(t, cp.Client, "apps")
 	createService(t, apps2, "again", simulatorSpec)
-	crb := apps2 + "-again-epp-auth-rb"
+	crb := eppAuth(t, apps2, "again")
 	testenv.Eventually(t, "the reinstalled controller makes the service's children", func() error {
 		if _, found := get(t, gvkCRB, "", crb); !found {
 			return fmt.Errorf("ClusterRoleBinding %s does not exist", crb)
@@ -270,4 +271,15 @@ func deleteNamespace(t *testing.T, name string) {
 		t.Fatalf("finalize namespace %s: %v", name, err)
 	}
 	waitGone(t, gvkNamespace, "", name)
+}
+
+// eppAuth is the name of the endpoint picker's ClusterRoleBinding of the
+// service namespace/name.
+func eppAuth(t *testing.T, namespace, name string) string {
+	t.Helper()
+	names, err := build.ClusterNames(namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names[0]
 }

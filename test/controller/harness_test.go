@@ -20,6 +20,7 @@ import (
 
 	"github.com/opendatahub-io/odh-serving/api/v1alpha2"
 	"github.com/opendatahub-io/odh-serving/engine"
+	"github.com/opendatahub-io/odh-serving/engine/build"
 	"github.com/opendatahub-io/odh-serving/engine/preset"
 	"github.com/opendatahub-io/odh-serving/internal/controller"
 	"github.com/opendatahub-io/odh-serving/test/testenv"
@@ -167,6 +168,17 @@ func (e *env) update(name string, change func(*v1alpha2.LLMInferenceService)) {
 			e.t.Fatalf("update service %s: %v", name, err)
 		}
 	}
+}
+
+// eppAuth is the name of the endpoint picker's ClusterRoleBinding of the
+// service name in the test namespace.
+func (e *env) eppAuth(name string) string {
+	e.t.Helper()
+	names, err := build.ClusterNames(e.ns, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return names[0]
 }
 
 // exists reports whether obj's kind has an object called name in the

@@ -45,7 +45,7 @@ func TestChildDeletedOrEditedByHand(t *testing.T) {
 
 	// The cluster-scoped binding is found again through its owner annotation.
 	crb := &rbacv1.ClusterRoleBinding{}
-	e.must(e.c.Get(ctx, client.ObjectKey{Name: e.ns + "-sim-epp-auth-rb"}, crb))
+	e.must(e.c.Get(ctx, client.ObjectKey{Name: e.eppAuth("sim")}, crb))
 	e.must(e.c.Delete(ctx, crb))
 	testenv.Eventually(t, "the ClusterRoleBinding comes back", func() error {
 		again := &rbacv1.ClusterRoleBinding{}
@@ -224,7 +224,7 @@ func TestDeleteCleansUp(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
-	auth := e.ns + "-sim-epp-auth-rb"
+	auth := e.eppAuth("sim")
 	e.waitExists(clusterBinding, auth)
 	if svc := e.service("sim"); len(svc.Finalizers) != 0 {
 		t.Errorf("finalizers %v, want none", svc.Finalizers)
@@ -260,10 +260,10 @@ func TestEarlierFinalizerComesOff(t *testing.T) {
 		}
 		return nil
 	})
-	e.waitExists(clusterBinding, e.ns+"-sim-epp-auth-rb")
+	e.waitExists(clusterBinding, e.eppAuth("sim"))
 	e.must(e.c.Delete(context.Background(), e.service("sim")))
 	e.waitServiceGone("sim")
-	e.waitGone(clusterBinding, e.ns+"-sim-epp-auth-rb")
+	e.waitGone(clusterBinding, e.eppAuth("sim"))
 }
 
 // TestBindingsOfServicesDeletedWhileStopped: a service deleted while no
@@ -273,7 +273,7 @@ func TestEarlierFinalizerComesOff(t *testing.T) {
 func TestBindingsOfServicesDeletedWhileStopped(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
-	auth := e.ns + "-sim-epp-auth-rb"
+	auth := e.eppAuth("sim")
 	e.waitExists(clusterBinding, auth)
 	e.stop()
 	e.must(e.c.Delete(context.Background(), e.service("sim")))

@@ -286,7 +286,7 @@ func TestRouterNilDeletesWhatItOwned(t *testing.T) {
 	e := startWithGateway(t)
 	e.create(simulator)
 	e.waitReady("sim")
-	auth := e.ns + "-sim-epp-auth-rb"
+	auth := e.eppAuth("sim")
 	e.waitExists(clusterBinding, auth)
 	e.update("sim", func(s *v1alpha2.LLMInferenceService) { s.Spec.Router = nil })
 	e.waitGone(route, "sim-kserve-route")

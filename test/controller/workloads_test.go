@@ -167,7 +167,7 @@ func TestStopAndRestart(t *testing.T) {
 		e.waitGone(poolV1, n+"-inference-pool")
 		e.waitGone(poolAlpha2, n+"-inference-pool")
 		e.waitGone(secret, n+"-kserve-self-signed-certs")
-		e.waitGone(clusterBinding, e.ns+"-"+n+"-epp-auth-rb")
+		e.waitGone(clusterBinding, e.eppAuth(n))
 		svc := e.waitCondition(n, v1alpha2.ConditionReady, metav1.ConditionFalse, "Stopped")
 		if svc.Status.URL != "" || len(svc.Status.Addresses) > 0 {
 			t.Errorf("stopped %s still has addresses: %q %v", n, svc.Status.URL, svc.Status.Addresses)
