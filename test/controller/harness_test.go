@@ -170,15 +170,19 @@ func (e *env) update(name string, change func(*v1alpha2.LLMInferenceService)) {
 	}
 }
 
-// eppAuth is the name of the endpoint picker's ClusterRoleBinding of the
-// service name in the test namespace.
-func (e *env) eppAuth(name string) string {
+// eppAuth and metricsReaderAuth are the names of the endpoint picker's and
+// the metrics reader's ClusterRoleBindings of the service name in the test
+// namespace.
+func (e *env) eppAuth(name string) string           { return e.clusterName(name, 0) }
+func (e *env) metricsReaderAuth(name string) string { return e.clusterName(name, 1) }
+
+func (e *env) clusterName(name string, i int) string {
 	e.t.Helper()
 	names, err := build.ClusterNames(e.ns, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return names[0]
+	return names[i]
 }
 
 // exists reports whether obj's kind has an object called name in the
