@@ -84,6 +84,8 @@ var optionFlags = map[string]string{
 	// tiers is not a flag: render reads the tier list from the ConfigMap
 	// tier-to-group-mapping in its input (see tiersInput).
 	"tierNamespacePrefix": "--tier-namespace-prefix",
+	"maasGateway":         "--maas-gateway-name",
+	"maasTierCacheTTL":    "--maas-tier-cache-ttl",
 
 	"keda":                      "--keda",
 	"prometheusUrl":             "--prometheus-url",
