@@ -43,8 +43,9 @@ func TestRouteServedOnlyWhenEnforced(t *testing.T) {
 		"kubernetesTokenReview": map[string]any{"audiences": []any{"https://kubernetes.default.svc"}},
 	}}}
 	// Rules Kuadrant accepts but the test gateway cannot apply (a metadata
-	// call): test/kuadrant never reports such a policy Enforced.
-	unenforceable := map[string]any{"metadata": map[string]any{"lookup": map[string]any{"http": map[string]any{"url": "http://127.0.0.1:1/"}}}}
+	// call whose URL is a CEL expression, which test/authpolicy does not
+	// evaluate): test/kuadrant never reports such a policy Enforced.
+	unenforceable := map[string]any{"metadata": map[string]any{"lookup": map[string]any{"http": map[string]any{"urlExpression": `"http://127.0.0.1:1/"`}}}}
 	e.createPolicy("two-http", "two", "http", tokenReview)
 	e.createPolicy("one-authn", "one", "", unenforceable)
 

@@ -43,6 +43,7 @@ var childGVKs = []schema.GroupVersionKind{
 	{Group: "inference.networking.k8s.io", Version: "v1", Kind: "InferencePool"},
 	{Group: "inference.networking.x-k8s.io", Version: "v1alpha2", Kind: "InferencePool"},
 	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 }
 
 // liveChild is a child found by the engine's labels.

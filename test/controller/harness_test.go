@@ -66,7 +66,7 @@ func newEnv(tb testing.TB, mods ...func(*controller.Options)) *env {
 	e.ns = testenv.NewNamespace(tb, cp.Client, "t")
 	e.sys = testenv.NewNamespace(tb, cp.Client, "sys")
 	e.opts = controller.Options{
-		Options: engine.Options{SystemNamespace: e.sys}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
+		Options: engine.Options{SystemNamespace: e.sys, AllowedHostnames: allowedHostnames}, WatchNamespaces: []string{e.ns}, DisableWebhooks: true,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", MigrationGracePeriod: time.Hour,
 	}
 	for _, m := range mods {

@@ -49,6 +49,8 @@ type ControlPlane struct {
 	// ports are etcd's, kube-apiserver's and the webhook server's,
 	// claimed until Stop.
 	ports Ports
+	// validator is Options.Validator, which the webhook server serves.
+	validator webhook.Validator
 }
 
 // NewScheme returns a scheme with every kind the tests use: the
@@ -85,6 +87,11 @@ type Options struct {
 	// dashes, value), such as the front proxy's --requestheader-* for an
 	// aggregated API server.
 	APIServerFlags map[string]string
+	// Validator is what the validating webhook judges services with: the
+	// controller's render options (allowed route hostnames, trigger
+	// addresses). The zero value: the built-in presets, no hostname and
+	// no trigger address allowed, as a controller with default flags.
+	Validator webhook.Validator
 }
 
 // Start starts the control plane and the webhook server, installs the CRDs
@@ -150,7 +157,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd (%s): %w", ports, err), removeDir(certDir), ports.Release())
 	}
-	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1), certDir: certDir, ports: ports}
+	cp := &ControlPlane{Config: cfg, Scheme: scheme, env: env, serverDone: make(chan error, 1), certDir: certDir, ports: ports, validator: o.Validator}
 	if err := cp.startWebhooks(); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
@@ -173,7 +180,7 @@ func (cp *ControlPlane) startWebhooks() error {
 		CertDir: opts.LocalServingCertDir,
 		TLSOpts: []func(*tls.Config){controller.WebhookTLS},
 	})
-	webhook.Register(server, webhook.Validator{})
+	webhook.Register(server, cp.validator)
 	ctx, cancel := context.WithCancel(context.Background())
 	cp.stopServer = cancel
 	go func() { cp.serverDone <- server.Start(ctx) }()
