@@ -23,9 +23,6 @@ type RouteError struct {
 
 func (e *RouteError) Error() string { return e.Errs.ToAggregate().Error() }
 
-// routeSpecPath is where the managed route's spec is in a service.
-const routeSpecPath = "spec.router.route.http.spec"
-
 // CheckRouteOwner checks that the managed route of a service (its merged,
 // evaluated spec.router.route.http.spec; nil when the service has none or
 // uses spec.router.route.http.refs) only matches requests meant for the

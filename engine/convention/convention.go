@@ -99,7 +99,7 @@ const (
 	MaaSAPIServerURL = "https://kubernetes.default.svc"
 	// MaaSTierReviewSecret is the Secret in Authorino's namespace holding
 	// its token for the tier lookup (the chart makes it).
-	MaaSTierReviewSecret = "odh-serving-maas-tier-reviewer"
+	MaaSTierReviewSecret = "odh-serving-maas-tier-reviewer" //nolint:gosec // G101: a Secret's name, not a credential
 	// MaaSTierCacheTTL is how long, in seconds, Authorino keeps a user's
 	// tier.
 	MaaSTierCacheTTL = 300

@@ -90,7 +90,7 @@ func TestClusterChildName(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(got) > naming.MaxLength || !strings.HasSuffix(got, "-kserve-metrics-reader") {
-			t.Errorf("%s/%s: %q: want at most 63 characters ending in the suffix", o[0], o[1], got)
+			t.Errorf("%s/%s: %q: want at most 63 characters ending in the suffix", o[0], o[1], got) //nolint:gosec // G602: o is a [2]string, o[1] is in range
 		}
 		if prev, ok := seen[got]; ok {
 			t.Errorf("%s/%s and %s both get %q", o[0], o[1], prev, got)

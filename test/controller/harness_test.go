@@ -170,11 +170,11 @@ func (e *env) update(name string, change func(*v1alpha2.LLMInferenceService)) {
 	}
 }
 
-// eppAuth and metricsReaderAuth are the names of the endpoint picker's and
-// the metrics reader's ClusterRoleBindings of the service name in the test
-// namespace.
-func (e *env) eppAuth(name string) string           { return e.clusterName(name, 0) }
-func (e *env) metricsReaderAuth(name string) string { return e.clusterName(name, 1) }
+// eppAuth is the name of the endpoint picker's ClusterRoleBinding of the
+// service name in the test namespace; simMetricsReaderAuth, the metrics
+// reader's of the service sim.
+func (e *env) eppAuth(name string) string   { return e.clusterName(name, 0) }
+func (e *env) simMetricsReaderAuth() string { return e.clusterName("sim", 1) }
 
 func (e *env) clusterName(name string, i int) string {
 	e.t.Helper()

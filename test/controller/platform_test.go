@@ -83,7 +83,7 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	e.waitExists(serviceMonitor, "sim-kserve-llmisvc-scheduler")
 	e.waitExists(serviceAccount, "sim-kserve-metrics-reader")
 	e.waitExists(secret, "sim-kserve-metrics-reader")
-	e.waitExists(clusterBinding, e.metricsReaderAuth("sim"))
+	e.waitExists(clusterBinding, e.simMetricsReaderAuth())
 	if e.exists(destinationRule(), "sim-kserve-shadow-svc") {
 		t.Error("a DestinationRule for the shadow Service before Istio made it")
 	}
@@ -144,15 +144,15 @@ func TestPlatformKindsAppearAfterStart(t *testing.T) {
 	e.waitGone(serviceMonitor, "sim-kserve-llmisvc-scheduler")
 	e.waitGone(serviceAccount, "sim-kserve-metrics-reader")
 	e.waitGone(secret, "sim-kserve-metrics-reader")
-	e.waitGone(clusterBinding, e.metricsReaderAuth("sim"))
+	e.waitGone(clusterBinding, e.simMetricsReaderAuth())
 
 	// Started again, then deleted: the controller deletes the binding, which
 	// no owner reference reaches.
 	e.update("sim", func(s *v1alpha2.LLMInferenceService) { delete(s.Annotations, "serving.kserve.io/stop") })
-	e.waitExists(clusterBinding, e.metricsReaderAuth("sim"))
+	e.waitExists(clusterBinding, e.simMetricsReaderAuth())
 	e.waitExists(destinationRule, rules...)
 	e.must(e.c.Delete(ctx, e.service("sim")))
-	e.waitGone(clusterBinding, e.metricsReaderAuth("sim"))
+	e.waitGone(clusterBinding, e.simMetricsReaderAuth())
 	testenv.Eventually(t, "the service is gone", func() error {
 		if e.exists(&v1alpha2.LLMInferenceService{}, "sim") {
 			return fmt.Errorf("still there")

@@ -127,8 +127,11 @@ func (l RateLimitPolicies) Limit(ctx context.Context, req *http.Request, at Auth
 		}
 		for i, rate := range lim.Rates {
 			d, err := time.ParseDuration(rate.Window)
-			if err != nil || d <= 0 {
-				return Verdict{}, fmt.Errorf("RateLimitPolicy %s: limits.%s.rates[%d].window %q: %v", name, limitName, i, rate.Window, err)
+			if err != nil {
+				return Verdict{}, fmt.Errorf("RateLimitPolicy %s: limits.%s.rates[%d].window %q: %w", name, limitName, i, rate.Window, err)
+			}
+			if d <= 0 {
+				return Verdict{}, fmt.Errorf("RateLimitPolicy %s: limits.%s.rates[%d].window %q: not a positive duration", name, limitName, i, rate.Window)
 			}
 			hits = append(hits, hit{
 				key:   fmt.Sprintf("%s/%s/%s/%d/%s", name, policy.GetUID(), limitName, i, strings.Join(values, ",")),
